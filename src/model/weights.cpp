@@ -1,0 +1,80 @@
+#include "model/weights.h"
+
+#include <unordered_set>
+
+namespace kipp {
+namespace {
+
+WeightFormat format_of(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::bf16: return WeightFormat::bf16;
+    case gguf::TensorType::q8_0: return WeightFormat::q8_0;
+    case gguf::TensorType::q4_1: return WeightFormat::affine4;
+    default: return WeightFormat::f32;
+  }
+}
+
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? ", " : "") + std::to_string(dims[i]);
+  return out + "]";
+}
+
+WeightView* slot_for(ModelWeights& weights, const ExpectedTensor& tensor) {
+  if (tensor.layer < 0) {
+    switch (tensor.role) {
+      case TensorRole::token_embedding: return &weights.token_embedding;
+      case TensorRole::output_norm: return &weights.output_norm;
+      case TensorRole::output: return &weights.lm_head;
+      default: return nullptr;
+    }
+  }
+  LayerWeights& layer = weights.layers[size_t(tensor.layer)];
+  switch (tensor.role) {
+    case TensorRole::attn_norm: return &layer.attn_norm;
+    case TensorRole::attn_q: return &layer.attn_q;
+    case TensorRole::attn_k: return &layer.attn_k;
+    case TensorRole::attn_v: return &layer.attn_v;
+    case TensorRole::attn_q_norm: return &layer.attn_q_norm;
+    case TensorRole::attn_k_norm: return &layer.attn_k_norm;
+    case TensorRole::attn_output: return &layer.attn_output;
+    case TensorRole::ffn_norm: return &layer.ffn_norm;
+    case TensorRole::ffn_gate: return &layer.ffn_gate;
+    case TensorRole::ffn_up: return &layer.ffn_up;
+    case TensorRole::ffn_down: return &layer.ffn_down;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme) {
+  const std::vector<ExpectedTensor> expected = expected_tensors(checkpoint);
+  std::unordered_set<std::string_view> expected_names;
+  for (const auto& tensor : expected) expected_names.insert(tensor.gguf_name);
+  for (const auto& info : file.tensors)
+    if (!expected_names.count(info.name))
+      return fail("unknown tensor ", info.name, " (not part of a ", checkpoint.id, " artifact)");
+
+  ModelWeights weights;
+  weights.layers.resize(checkpoint.layers);
+  for (const ExpectedTensor& tensor : expected) {
+    const gguf::TensorInfo* info = file.find_tensor(tensor.gguf_name);
+    if (!info) return fail("missing tensor ", tensor.gguf_name);
+    const gguf::TensorType type = expected_tensor_type(tensor, scheme);
+    if (info->type != uint32_t(type))
+      return fail("tensor ", tensor.gguf_name, ": type ", gguf::tensor_type_info(info->type)->name, ", expected ",
+                  gguf::tensor_type_info(uint32_t(type))->name, " for scheme ", quant_scheme_name(scheme));
+    const std::vector<uint64_t> dims = tensor.gguf_dims();
+    const std::vector<uint64_t> found(info->dims.begin(), info->dims.begin() + info->n_dims);
+    if (found != dims)
+      return fail("tensor ", tensor.gguf_name, ": shape ", dims_text(found), ", expected ", dims_text(dims));
+    if (reinterpret_cast<uintptr_t>(info->data.data()) % 32 != 0)
+      return fail("tensor ", tensor.gguf_name, ": data is not 32-byte aligned");
+    *slot_for(weights, tensor) = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes};
+  }
+  if (checkpoint.tied) weights.lm_head = weights.token_embedding;
+  return weights;
+}
+
+}  // namespace kipp

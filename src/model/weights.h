@@ -1,0 +1,48 @@
+// The explicit per-layer weight struct: named views into the read-only mapping, bound once at
+// load after every tensor's name, type and shape was checked. Nothing here owns or copies data.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gguf/gguf_reader.h"
+#include "model/artifact_layout.h"
+#include "util/error.h"
+
+namespace kipp {
+
+enum class WeightFormat { f32, bf16, q8_0, affine4 };
+
+struct WeightView {
+  const uint8_t* data = nullptr;
+  WeightFormat format = WeightFormat::f32;
+  uint64_t rows = 0;  // output features (1 for a vector)
+  uint64_t cols = 0;  // input features, contiguous
+  uint64_t bytes = 0;
+};
+
+struct LayerWeights {
+  WeightView attn_norm;    // [hidden] RMSNorm before attention
+  WeightView attn_q;       // [q_heads*128, hidden]
+  WeightView attn_k;       // [8*128, hidden]
+  WeightView attn_v;       // [8*128, hidden]
+  WeightView attn_q_norm;  // [128] per-head RMSNorm of Q
+  WeightView attn_k_norm;  // [128] per-head RMSNorm of K
+  WeightView attn_output;  // [hidden, q_heads*128]
+  WeightView ffn_norm;     // [hidden] RMSNorm before the feed-forward block
+  WeightView ffn_gate;     // [ffn, hidden]
+  WeightView ffn_up;       // [ffn, hidden]
+  WeightView ffn_down;     // [hidden, ffn]
+};
+
+struct ModelWeights {
+  WeightView token_embedding;  // [vocab, hidden] BF16
+  std::vector<LayerWeights> layers;
+  WeightView output_norm;      // [hidden]
+  WeightView lm_head;          // [vocab, hidden]: the token embedding itself when tied
+};
+
+// Checks the tensor directory against the entry (exact set, types, shapes) and binds views.
+Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme);
+
+}  // namespace kipp

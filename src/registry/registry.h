@@ -1,0 +1,66 @@
+// The compiled-in registry of supported checkpoints: the only copy of these facts.
+// Tooling reads it through `kipp registry --json`. A checkpoint not listed here is rejected.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kipp {
+
+enum class Variant {
+  base,           // no chat template use; stops on <|endoftext|>
+  instruct,       // hybrid thinking (enable_thinking switch)
+  instruct_2507,  // never thinks
+  thinking_2507,  // always opens <think>
+};
+
+std::string_view variant_name(Variant variant);
+
+// Family invariants shared by every checkpoint (DESIGN.md, REGISTRY.md).
+namespace family {
+inline constexpr uint32_t kv_heads = 8;
+inline constexpr uint32_t head_dim = 128;
+inline constexpr uint32_t vocab = 151936;
+inline constexpr float rms_norm_eps = 1e-6f;
+inline constexpr uint32_t token_endoftext = 151643;
+inline constexpr uint32_t token_im_start = 151644;
+inline constexpr uint32_t token_im_end = 151645;
+}  // namespace family
+
+struct Checkpoint {
+  std::string_view id;          // "qwen3-0.6b"
+  std::string_view repository;  // "Qwen/Qwen3-0.6B"
+  std::string_view revision;    // 40-hex commit, immutable
+  Variant variant;
+  uint32_t layers;
+  uint32_t hidden;
+  uint32_t ffn;
+  uint32_t q_heads;
+  uint32_t context;
+  float rope_theta;
+  bool tied;       // lm_head is the token embedding
+  bool synthetic;  // a kipp-test/ entry: generated locally, never offered by `kipp pull`
+
+  uint32_t kv_heads() const { return family::kv_heads; }
+  uint32_t head_dim() const { return family::head_dim; }
+  uint32_t vocab() const { return family::vocab; }
+  float rms_norm_eps() const { return family::rms_norm_eps; }
+  // The attention width is q_heads * head_dim; it is NOT the hidden width in general.
+  uint32_t attention_width() const { return q_heads * family::head_dim; }
+  uint32_t kv_width() const { return family::kv_heads * family::head_dim; }
+  // eos as the checkpoint's tokenizer_config declares it.
+  uint32_t eos_id() const { return variant == Variant::base ? family::token_endoftext : family::token_im_end; }
+  std::vector<uint32_t> stop_ids() const;
+  uint32_t tensor_count() const { return 2 + 11 * layers + (tied ? 0 : 1); }
+  uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * family::kv_heads * family::head_dim * 2; }
+  uint64_t parameter_count() const;
+};
+
+std::span<const Checkpoint> all_checkpoints();
+const Checkpoint* find_checkpoint(std::string_view id);
+const Checkpoint* find_checkpoint_by_source(std::string_view repository, std::string_view revision);
+
+}  // namespace kipp

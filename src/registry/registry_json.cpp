@@ -1,0 +1,43 @@
+#include "registry/registry_json.h"
+
+#include <nlohmann/json.hpp>
+
+#include "registry/registry.h"
+
+namespace kipp {
+
+std::string registry_json(int indent) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const Checkpoint& c : all_checkpoints()) {
+    nlohmann::ordered_json e;
+    e["id"] = c.id;
+    e["repository"] = c.repository;
+    e["revision"] = c.revision;
+    e["variant"] = variant_name(c.variant);
+    e["synthetic"] = c.synthetic;
+    e["license"] = "Apache-2.0";
+    e["layers"] = c.layers;
+    e["hidden"] = c.hidden;
+    e["ffn"] = c.ffn;
+    e["q_heads"] = c.q_heads;
+    e["kv_heads"] = c.kv_heads();
+    e["head_dim"] = c.head_dim();
+    e["attention_width"] = c.attention_width();
+    e["vocab"] = c.vocab();
+    e["context"] = c.context;
+    e["rope_theta"] = static_cast<double>(c.rope_theta);
+    e["rms_norm_eps"] = 1e-6;
+    e["tied"] = c.tied;
+    e["eos_id"] = c.eos_id();
+    e["stop_ids"] = c.stop_ids();
+    e["tensor_count"] = c.tensor_count();
+    e["parameter_count"] = c.parameter_count();
+    e["kv_bytes_per_token"] = c.kv_bytes_per_token();
+    entries.push_back(std::move(e));
+  }
+  nlohmann::ordered_json doc;
+  doc["checkpoints"] = std::move(entries);
+  return doc.dump(indent);
+}
+
+}  // namespace kipp

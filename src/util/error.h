@@ -1,0 +1,83 @@
+// Errors are values: every fallible call returns Result<T> (or Status) carrying one
+// human-readable line that names the file, field or value and what was expected.
+// Nothing in libkipp ends the process on bad input.
+#pragma once
+
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kipp {
+
+struct Error {
+  std::string message;
+};
+
+// Builds an Error by streaming every argument: fail("tensor ", name, ": expected ", n).
+template <class... Parts>
+Error fail(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return Error{out.str()};
+}
+
+// Prefixes context to an error on its way up: "model.gguf: " + "bad magic".
+Error with_context(const std::string& context, Error error);
+
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(Error error) : state_(std::move(error)) {}  // NOLINT
+
+  bool ok() const { return state_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+
+  const Error& error() const { return std::get<1>(state_); }
+
+ private:
+  std::variant<T, Error> state_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : error_(std::move(error)) {}  // NOLINT
+
+  bool ok() const { return !error_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const { return *error_; }
+
+ private:
+  std::optional<Error> error_;
+};
+
+using Status = Result<void>;
+
+}  // namespace kipp
+
+// Returns the error of a failed Status/Result from the enclosing function.
+#define KIPP_TRY(expr)                                   \
+  do {                                                   \
+    auto kipp_try_result_ = (expr);                      \
+    if (!kipp_try_result_) return kipp_try_result_.error(); \
+  } while (0)
+
+#define KIPP_CONCAT_INNER(a, b) a##b
+#define KIPP_CONCAT(a, b) KIPP_CONCAT_INNER(a, b)
+// Declares `decl` from the value of a Result, or returns its error.
+#define KIPP_ASSIGN(decl, expr) KIPP_ASSIGN_IMPL(KIPP_CONCAT(kipp_assign_, __LINE__), decl, expr)
+#define KIPP_ASSIGN_IMPL(tmp, decl, expr) \
+  auto tmp = (expr);                      \
+  if (!tmp) return tmp.error();           \
+  decl = std::move(tmp).value()

@@ -1,0 +1,42 @@
+#include "util/json_fields.h"
+
+namespace kipp::json {
+
+Result<Json> parse(const std::string& text, const std::string& what) {
+  Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) return fail(what, ": not valid JSON");
+  return parsed;
+}
+
+Result<const Json*> field(const Json& object, const char* key, const std::string& what) {
+  if (!object.is_object()) return fail(what, ": expected a JSON object");
+  auto it = object.find(key);
+  if (it == object.end()) return fail(what, ": field \"", key, "\" is missing");
+  return &*it;
+}
+
+Result<uint64_t> get_uint(const Json& object, const char* key, const std::string& what) {
+  KIPP_ASSIGN(const Json* value, field(object, key, what));
+  if (!value->is_number_unsigned()) return fail(what, ": field \"", key, "\" must be a non-negative integer");
+  return value->get<uint64_t>();
+}
+
+Result<double> get_number(const Json& object, const char* key, const std::string& what) {
+  KIPP_ASSIGN(const Json* value, field(object, key, what));
+  if (!value->is_number()) return fail(what, ": field \"", key, "\" must be a number");
+  return value->get<double>();
+}
+
+Result<bool> get_bool(const Json& object, const char* key, const std::string& what) {
+  KIPP_ASSIGN(const Json* value, field(object, key, what));
+  if (!value->is_boolean()) return fail(what, ": field \"", key, "\" must be true or false");
+  return value->get<bool>();
+}
+
+Result<std::string> get_string(const Json& object, const char* key, const std::string& what) {
+  KIPP_ASSIGN(const Json* value, field(object, key, what));
+  if (!value->is_string()) return fail(what, ": field \"", key, "\" must be a string");
+  return value->get<std::string>();
+}
+
+}  // namespace kipp::json

@@ -1,0 +1,109 @@
+"""End-to-end checks of the kipp CLI: registry, inspect and convert as a user runs them.
+
+Exit codes, stdout and the one-line stderr errors are part of the contract (DESIGN.md).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+ARGS = None
+
+
+def kipp(*args):
+    return subprocess.run([ARGS.kipp, *args], capture_output=True, text=True, timeout=120)
+
+
+class Registry(unittest.TestCase):
+    def test_json_lists_every_entry_with_every_field(self):
+        run = kipp("registry", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        entries = json.loads(run.stdout)["checkpoints"]
+        self.assertEqual(len(entries), 16)
+        fields = {"id", "repository", "revision", "variant", "layers", "hidden", "ffn", "q_heads", "kv_heads",
+                  "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
+                  "attention_width", "eos_id", "tensor_count", "parameter_count", "kv_bytes_per_token"}
+        for entry in entries:
+            self.assertLessEqual(fields, set(entry), entry["id"])
+            self.assertEqual(entry["attention_width"], entry["q_heads"] * 128)
+            self.assertEqual(entry["kv_bytes_per_token"], entry["layers"] * 2 * 8 * 128 * 2)
+        variants = {e["id"]: e["variant"] for e in entries}
+        self.assertEqual(variants["qwen3-4b-instruct-2507"], "instruct-2507")
+        self.assertEqual(variants["kipp-test/qwen3-tiny-untied"], "base")
+
+    def test_table_has_a_row_per_entry(self):
+        run = kipp("registry")
+        self.assertEqual(run.returncode, 0)
+        rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
+        self.assertEqual(len(rows), 16)
+        self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
+
+
+class Inspect(unittest.TestCase):
+    def test_valid_artifact(self):
+        run = kipp("inspect", os.path.join(ARGS.models, "qwen3-tiny.q8_0.gguf"))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("verdict          OK: a valid kipp-test/qwen3-tiny artifact", run.stdout)
+        self.assertIn("quant scheme     q8_0", run.stdout)
+        self.assertIn("KV bytes/token   8192", run.stdout)  # 2 layers x K,V x 8 heads x 128 x 2 bytes
+        self.assertIn("blk.1.ffn_down.weight", run.stdout)
+        self.assertIn("24 tensors", run.stdout)  # 2 + 11 * 2, tied
+
+    def test_rejected_artifact_reports_what_it_read_and_why(self):
+        path = os.path.join(ARGS.scratch, "cut.gguf")
+        with open(os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"), "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read(50_000_000))
+        run = kipp("inspect", path)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("INVALID: truncated file", run.stdout)
+        self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+        self.assertTrue(run.stderr.startswith("kipp: " + path), run.stderr)
+
+    def test_not_a_gguf(self):
+        path = os.path.join(ARGS.scratch, "text.gguf")
+        with open(path, "w") as f:
+            f.write("hello")
+        run = kipp("inspect", path)
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("bad magic", run.stderr)
+
+
+class Convert(unittest.TestCase):
+    def test_errors_are_one_line(self):
+        cases = [
+            (["convert", "--checkpoint", "qwen3-99b", "--source", ARGS.scratch, "--out", "x.gguf"], "not in the Kipp registry"),
+            (["convert", "--checkpoint", "kipp-test/qwen3-tiny", "--source", "/nonexistent", "--out", "x.gguf"],
+             "/nonexistent/config.json: cannot open"),
+        ]
+        for argv, fragment in cases:
+            run = kipp(*argv)
+            self.assertEqual(run.returncode, 1, run.stderr)
+            self.assertIn(fragment, run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+
+    def test_unknown_quant_is_a_usage_error(self):
+        run = kipp("convert", "--checkpoint", "kipp-test/qwen3-tiny", "--source", ARGS.scratch, "--quant", "q3", "--out", "x")
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("q3", run.stderr)
+
+    def test_conversion_is_deterministic(self):
+        out = os.path.join(ARGS.scratch, "again.affine4_gs32.gguf")
+        run = kipp("convert", "--checkpoint", "kipp-test/qwen3-tiny", "--source", os.path.join(ARGS.models, "src", "qwen3-tiny"),
+                   "--quant", "affine4_gs32", "--out", out)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        with open(out, "rb") as a, open(os.path.join(ARGS.models, "qwen3-tiny.affine4_gs32.gguf"), "rb") as b:
+            self.assertTrue(a.read() == b.read(), "two conversions of the same source differ")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kipp", required=True)
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--scratch", required=True)
+    ARGS, rest = parser.parse_known_args()
+    shutil.rmtree(ARGS.scratch, ignore_errors=True)
+    os.makedirs(ARGS.scratch)
+    unittest.main(argv=[sys.argv[0], "-v", *rest])

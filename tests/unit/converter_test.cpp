@@ -1,0 +1,223 @@
+// `kipp convert` rejections and guarantees: every input checked against the registry before
+// anything is written, the tokenizer merge, NaN detection, and atomic output.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/converter.h"
+#include "model/artifact_layout.h"
+#include "model/model_file.h"
+#include "synthetic_checkpoint.h"
+#include "test_paths.h"
+#include "util/files.h"
+
+namespace kipp {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string tiny_source() { return testing::test_models_dir() + "/src/qwen3-tiny"; }
+
+// A copy of the tiny source directory whose large files are symlinks: tests mutate the small ones.
+std::string mutable_source(const std::string& name) {
+  const std::string dir = testing::scratch_dir(name) + "/src";
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(tiny_source())) {
+    const auto target = fs::path(dir) / entry.path().filename();
+    if (entry.path().extension() == ".safetensors")
+      fs::create_symlink(entry.path(), target);
+    else
+      fs::copy_file(entry.path(), target);
+  }
+  return dir;
+}
+
+void edit_json(const std::string& path, const std::function<void(json&)>& edit) {
+  json doc = json::parse(read_text_file(path, 1ull << 30).value());
+  edit(doc);
+  std::ofstream(path) << doc.dump(1);
+}
+
+Result<ConvertReport> convert(const std::string& source, const std::string& out,
+                              const std::string& id = "kipp-test/qwen3-tiny", QuantScheme scheme = QuantScheme::bf16) {
+  ConvertOptions options;
+  options.checkpoint_id = id;
+  options.source_dir = source;
+  options.scheme = scheme;
+  options.out_path = out;
+  return convert_checkpoint(options);
+}
+
+// Rewrites model.safetensors with the expected tensors, letting `edit` change the list first.
+void rewrite_safetensors(const std::string& dir, const std::function<void(std::vector<testing::RawTensor>&)>& edit) {
+  std::vector<testing::RawTensor> tensors;
+  for (const ExpectedTensor& t : expected_tensors(*find_checkpoint("kipp-test/qwen3-tiny"))) {
+    testing::RawTensor raw{t.hf_name, "BF16", t.hf_shape(), std::vector<uint8_t>(t.rows * t.cols * 2)};
+    for (uint64_t i = 0; i < t.rows * t.cols; ++i) {
+      const uint16_t bits = testing::synthetic_value(1, t.hf_name, i, t.rows, t.cols);
+      std::memcpy(raw.data.data() + 2 * i, &bits, 2);
+    }
+    tensors.push_back(std::move(raw));
+  }
+  edit(tensors);
+  fs::remove(dir + "/model.safetensors");
+  ASSERT_TRUE(testing::write_safetensors(dir + "/model.safetensors", tensors).ok());
+}
+
+void expect_error(const Result<ConvertReport>& result, const std::string& fragment) {
+  ASSERT_FALSE(result.ok()) << "expected an error containing: " << fragment;
+  EXPECT_NE(result.error().message.find(fragment), std::string::npos) << result.error().message;
+}
+
+TEST(Convert, RejectsACheckpointNotInTheRegistry) {
+  expect_error(convert(tiny_source(), testing::scratch_dir("unknown") + "/x.gguf", "qwen3-99b"),
+               "qwen3-99b is not in the Kipp registry");
+}
+
+TEST(Convert, RejectsASourceOfAnotherShape) {
+  // The tiny source converted as the untied entry: config.json disagrees first.
+  expect_error(convert(tiny_source(), testing::scratch_dir("shape") + "/x.gguf", "kipp-test/qwen3-tiny-untied"),
+               "num_hidden_layers is 2, expected 3");
+}
+
+TEST(Convert, RejectsEachConfigFieldThatDiffers) {
+  const std::vector<std::pair<std::string, json>> cases = {
+      {"hidden_size", 512}, {"intermediate_size", 1}, {"num_attention_heads", 4}, {"num_key_value_heads", 4},
+      {"head_dim", 64}, {"vocab_size", 151643}, {"max_position_embeddings", 8192}, {"rope_theta", 10000.0},
+      {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}, {"model_type", "qwen2"}, {"hidden_act", "gelu"},
+      {"attention_bias", true}, {"rope_scaling", json{{"type", "yarn"}}}, {"use_sliding_window", true},
+      {"torch_dtype", "float16"}};
+  for (const auto& [field, value] : cases) {
+    const std::string dir = mutable_source("config_" + field);
+    edit_json(dir + "/config.json", [&](json& config) { config[field] = value; });
+    expect_error(convert(dir, dir + "/../out.gguf"), field);
+  }
+  const std::string dir = mutable_source("config_missing");
+  edit_json(dir + "/config.json", [](json& config) { config.erase("hidden_size"); });
+  expect_error(convert(dir, dir + "/../out.gguf"), "\"hidden_size\" is missing");
+}
+
+TEST(Convert, RejectsMissingUnknownMistypedAndMisshapenTensors) {
+  const std::string dir = mutable_source("tensors");
+  rewrite_safetensors(dir, [](auto& t) { t.erase(t.begin() + 3); });
+  expect_error(convert(dir, dir + "/../out.gguf"), "missing tensor model.layers.0.self_attn.k_proj.weight");
+
+  rewrite_safetensors(dir, [](auto& t) {
+    t.push_back({"lm_head.weight", "BF16", {151936, 256}, std::vector<uint8_t>(151936 * 256 * 2)});
+  });
+  expect_error(convert(dir, dir + "/../out.gguf"), "unexpected tensor lm_head.weight");
+
+  rewrite_safetensors(dir, [](auto& t) {
+    t[1].dtype = "F16";  // same byte size, wrong type
+  });
+  expect_error(convert(dir, dir + "/../out.gguf"), "dtype F16, expected BF16");
+
+  rewrite_safetensors(dir, [](auto& t) { t[2].shape = {256, 1024}; });  // q_proj transposed
+  expect_error(convert(dir, dir + "/../out.gguf"), "q_proj.weight: shape [256, 1024], expected [1024, 256]");
+}
+
+TEST(Convert, RejectsNonFiniteWeights) {
+  const std::string dir = mutable_source("nan");
+  rewrite_safetensors(dir, [](auto& t) {
+    const uint16_t nan = 0x7fc0;
+    std::memcpy(t[5].data.data() + 2 * 77, &nan, 2);
+  });
+  expect_error(convert(dir, dir + "/../out.gguf"), "element 77 is not finite");
+}
+
+TEST(Convert, RejectsAnEosThatDisagreesWithTheVariant) {
+  const std::string dir = mutable_source("eos");
+  edit_json(dir + "/tokenizer_config.json", [](json& config) { config["eos_token"] = "<|endoftext|>"; });
+  expect_error(convert(dir, dir + "/../out.gguf"), "eos_token is id 151643, expected 151645");
+}
+
+TEST(Convert, RejectsATokenizerWithAnotherPreTokenizer) {
+  const std::string dir = mutable_source("pretok");
+  edit_json(dir + "/tokenizer.json", [](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; });
+  expect_error(convert(dir, dir + "/../out.gguf"), "pre_tokenizer is not the Qwen2 split regex");
+}
+
+TEST(Convert, MergesAddedTokensFromTokenizerConfig) {
+  // tokenizer.json without <tool_response>, </tool_response>, <think>, </think>: the ids must still
+  // arrive from tokenizer_config.json's added_tokens_decoder, as non-special (user-defined) tokens.
+  const std::string dir = mutable_source("merge");
+  edit_json(dir + "/tokenizer.json", [](json& tok) {
+    json kept = json::array();
+    for (const auto& token : tok["added_tokens"])
+      if (token["id"].get<int>() < 151665) kept.push_back(token);
+    tok["added_tokens"] = kept;
+  });
+  const std::string out = dir + "/../merged.gguf";
+  ASSERT_TRUE(convert(dir, out).ok());
+  auto model = ModelFile::open(out);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const TokenizerData& tokenizer = model.value()->tokenizer();
+  EXPECT_EQ(tokenizer.tokens[151665], "<tool_response>");
+  EXPECT_EQ(tokenizer.tokens[151666], "</tool_response>");
+  EXPECT_EQ(tokenizer.tokens[151667], "<think>");
+  EXPECT_EQ(tokenizer.tokens[151668], "</think>");
+  EXPECT_EQ(tokenizer.token_types[151667], int32_t(gguf::TokenType::user_defined));
+  EXPECT_EQ(tokenizer.token_types[151645], int32_t(gguf::TokenType::control));  // <|im_end|> is special
+  EXPECT_EQ(tokenizer.tokens[151669], "[PAD151669]");
+  EXPECT_EQ(tokenizer.token_types[151935], int32_t(gguf::TokenType::unused));
+}
+
+TEST(Convert, FailureLeavesAnExistingOutputUntouchedAndNoTemporary) {
+  const std::string dir = mutable_source("atomic");
+  const std::string out = dir + "/../precious.gguf";
+  std::ofstream(out) << "the user's file";
+  rewrite_safetensors(dir, [](auto& t) {
+    const uint16_t inf = 0x7f80;
+    std::memcpy(t.back().data.data(), &inf, 2);  // fails late: the last tensor written
+  });
+  expect_error(convert(dir, out), "not finite");
+  EXPECT_EQ(read_text_file(out).value(), "the user's file");
+  for (const auto& entry : fs::directory_iterator(fs::path(out).parent_path()))
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+TEST(Convert, ShardedAndSingleFileSourcesGiveIdenticalTensors) {
+  // Re-shard the tiny source with the generator and compare the two artifacts' tensor data.
+  const std::string scratch = testing::scratch_dir("sharded");
+  const Checkpoint* tiny = find_checkpoint("kipp-test/qwen3-tiny");
+  ASSERT_TRUE(testing::write_synthetic_checkpoint({tiny, scratch + "/src", testing::tokenizer_dir(), 1, 4}).ok());
+  ASSERT_TRUE(convert(scratch + "/src", scratch + "/sharded.gguf").ok());
+  auto sharded = ModelFile::open(scratch + "/sharded.gguf");
+  auto single = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(sharded.ok() && single.ok());
+  ASSERT_EQ(sharded.value()->gguf().tensors.size(), single.value()->gguf().tensors.size());
+  for (size_t i = 0; i < single.value()->gguf().tensors.size(); ++i) {
+    const auto& a = sharded.value()->gguf().tensors[i];
+    const auto& b = single.value()->gguf().tensors[i];
+    ASSERT_EQ(a.name, b.name);
+    ASSERT_TRUE(std::equal(a.data.begin(), a.data.end(), b.data.begin(), b.data.end())) << a.name;
+  }
+}
+
+TEST(Convert, ShardIndexMustAgreeWithTheShards) {
+  const std::string scratch = testing::scratch_dir("index");
+  const Checkpoint* tiny = find_checkpoint("kipp-test/qwen3-tiny");
+  ASSERT_TRUE(testing::write_synthetic_checkpoint({tiny, scratch, testing::tokenizer_dir(), 1, 2}).ok());
+  const std::string index = scratch + "/model.safetensors.index.json";
+  const std::string original = read_text_file(index).value();
+
+  edit_json(index, [](json& doc) { doc["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors"; });
+  expect_error(convert(scratch, scratch + "/x.gguf"), "model.norm.weight is listed in model-00001-of-00002");
+
+  std::ofstream(index) << original;
+  edit_json(index, [](json& doc) { doc["weight_map"]["model.extra.weight"] = "model-00001-of-00002.safetensors"; });
+  expect_error(convert(scratch, scratch + "/x.gguf"), "model.extra.weight is not in");
+
+  std::ofstream(index) << original;
+  edit_json(index, [](json& doc) { doc["weight_map"]["model.norm.weight"] = "../../etc/passwd"; });
+  expect_error(convert(scratch, scratch + "/x.gguf"), "must name a file in the same directory");
+}
+
+}  // namespace
+}  // namespace kipp

@@ -1,0 +1,66 @@
+// BF16 and FP16 conversions, checked against hand values and, for FP16, exhaustively against the
+// compiler's own _Float16 conversions (an independent implementation).
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "quant/float_formats.h"
+
+namespace kipp {
+namespace {
+
+TEST(Bf16, RoundsToNearestTiesToEven) {
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  // 1 + 2^-8 is exactly halfway between bf16 1.0 and 1.0078125: ties to the even mantissa (1.0).
+  EXPECT_EQ(f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+  // 1 + 3*2^-8 is halfway between 0x3f81 and 0x3f82: ties to even (0x3f82).
+  EXPECT_EQ(f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+  // Just above halfway rounds up.
+  EXPECT_EQ(f32_to_bf16(std::bit_cast<float>(0x3f808001u)), 0x3f81);
+  EXPECT_EQ(f32_to_bf16(-2.0f), 0xc000);
+  EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_TRUE(std::isnan(bf16_to_f32(f32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+  // The largest finite float rounds to infinity in bf16 (it is above the bf16 max + half ulp).
+  EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7f80);
+}
+
+TEST(Bf16, WideningIsExactForEveryPattern) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const float value = bf16_to_f32(uint16_t(bits));
+    if (std::isnan(value)) continue;
+    ASSERT_EQ(f32_to_bf16(value), bits) << std::hex << bits;
+  }
+}
+
+TEST(Fp16, AgreesWithTheCompilerForEveryHalfPattern) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    const _Float16 reference = std::bit_cast<_Float16>(uint16_t(bits));
+    const float expected = float(reference);
+    const float actual = fp16_to_f32(uint16_t(bits));
+    if (std::isnan(expected)) {
+      ASSERT_TRUE(std::isnan(actual));
+      continue;
+    }
+    ASSERT_EQ(std::bit_cast<uint32_t>(actual), std::bit_cast<uint32_t>(expected)) << std::hex << bits;
+    ASSERT_EQ(f32_to_fp16(actual), bits) << std::hex << bits;
+  }
+}
+
+TEST(Fp16, RoundsLikeTheCompilerOnManyFloats) {
+  // Every 4099th float bit pattern covers normals, subnormals, halfway cases and overflow.
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 4099) {
+    const float value = std::bit_cast<float>(uint32_t(bits));
+    if (std::isnan(value)) continue;
+    const uint16_t expected = std::bit_cast<uint16_t>(_Float16(value));
+    ASSERT_EQ(f32_to_fp16(value), expected) << std::hexfloat << value;
+  }
+  EXPECT_EQ(f32_to_fp16(65504.0f), 0x7bff);
+  EXPECT_EQ(f32_to_fp16(65520.0f), 0x7c00);  // halfway to the next binade: ties to even = infinity
+  EXPECT_EQ(f32_to_fp16(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f32_to_fp16(0x1p-25f), 0x0000);  // halfway to zero: ties to even
+}
+
+}  // namespace
+}  // namespace kipp

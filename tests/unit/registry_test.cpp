@@ -1,0 +1,95 @@
+// The registry against the family invariants and the derived figures other documents state.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "registry/registry.h"
+#include "registry/registry_json.h"
+
+namespace kipp {
+namespace {
+
+TEST(Registry, HoldsThirteenPinnedCheckpointsAndThreeTestEntries) {
+  int real = 0, synthetic = 0;
+  std::set<std::string_view> ids;
+  for (const Checkpoint& c : all_checkpoints()) {
+    EXPECT_TRUE(ids.insert(c.id).second) << "duplicate id " << c.id;
+    (c.synthetic ? synthetic : real)++;
+    EXPECT_EQ(c.revision.size(), 40u) << c.id;
+    EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
+  }
+  EXPECT_EQ(real, 13);
+  EXPECT_EQ(synthetic, 3);
+  EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
+}
+
+TEST(Registry, AttentionWidthIsNotHiddenWidthWhereTheyDiffer) {
+  EXPECT_EQ(find_checkpoint("qwen3-0.6b")->attention_width(), 2048u);
+  EXPECT_EQ(find_checkpoint("qwen3-0.6b")->hidden, 1024u);
+  EXPECT_EQ(find_checkpoint("qwen3-4b")->attention_width(), 4096u);
+  EXPECT_EQ(find_checkpoint("qwen3-32b")->attention_width(), 8192u);
+  EXPECT_EQ(find_checkpoint("qwen3-8b")->attention_width(), find_checkpoint("qwen3-8b")->hidden);
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-tiny")->attention_width(), 1024u);
+}
+
+TEST(Registry, DerivedFiguresMatchTheSeedContract) {
+  // KV bytes per token: 114,688 at 28 layers, 147,456 at 36 (4B), 262,144 at 64 (32B).
+  EXPECT_EQ(find_checkpoint("qwen3-0.6b")->kv_bytes_per_token(), 114688u);
+  EXPECT_EQ(find_checkpoint("qwen3-4b")->kv_bytes_per_token(), 147456u);
+  EXPECT_EQ(find_checkpoint("qwen3-32b")->kv_bytes_per_token(), 262144u);
+  // ANCHORS.md: the 0.6B shape has 596,049,920 parameters.
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-0.6b-shape")->parameter_count(), 596049920u);
+  // Tensor count = 2 + 11 * layers (+1 untied).
+  EXPECT_EQ(find_checkpoint("qwen3-0.6b")->tensor_count(), 310u);
+  EXPECT_EQ(find_checkpoint("qwen3-8b")->tensor_count(), 2u + 11u * 36u + 1u);
+}
+
+TEST(Registry, StopSetsFollowTheVariant) {
+  for (const Checkpoint& c : all_checkpoints()) {
+    if (c.variant == Variant::base) {
+      EXPECT_EQ(c.stop_ids(), std::vector<uint32_t>{151643}) << c.id;
+      EXPECT_EQ(c.eos_id(), 151643u);
+    } else {
+      EXPECT_EQ(c.stop_ids(), (std::vector<uint32_t>{151645, 151643})) << c.id;
+      EXPECT_EQ(c.eos_id(), 151645u);
+    }
+  }
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-tiny")->variant, Variant::instruct);
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-tiny-untied")->variant, Variant::base);
+  EXPECT_EQ(find_checkpoint("qwen3-4b-thinking-2507")->variant, Variant::thinking_2507);
+}
+
+TEST(Registry, LookupBySourceFindsOnlyTheExactRevision) {
+  const Checkpoint* c = find_checkpoint("qwen3-4b");
+  EXPECT_EQ(find_checkpoint_by_source(c->repository, c->revision), c);
+  EXPECT_EQ(find_checkpoint_by_source(c->repository, "0000000000000000000000000000000000000000"), nullptr);
+  EXPECT_EQ(find_checkpoint_by_source("Qwen/Qwen2.5-7B", c->revision), nullptr);
+}
+
+TEST(Registry, JsonCarriesEveryFieldOfEveryEntry) {
+  auto doc = nlohmann::json::parse(registry_json());
+  ASSERT_EQ(doc["checkpoints"].size(), all_checkpoints().size());
+  for (const auto& entry : doc["checkpoints"]) {
+    const Checkpoint* c = find_checkpoint(entry["id"].get<std::string>());
+    ASSERT_NE(c, nullptr);
+    EXPECT_EQ(entry["repository"], std::string(c->repository));
+    EXPECT_EQ(entry["revision"], std::string(c->revision));
+    EXPECT_EQ(entry["variant"], std::string(variant_name(c->variant)));
+    EXPECT_EQ(entry["layers"], c->layers);
+    EXPECT_EQ(entry["hidden"], c->hidden);
+    EXPECT_EQ(entry["ffn"], c->ffn);
+    EXPECT_EQ(entry["q_heads"], c->q_heads);
+    EXPECT_EQ(entry["kv_heads"], 8);
+    EXPECT_EQ(entry["head_dim"], 128);
+    EXPECT_EQ(entry["vocab"], 151936);
+    EXPECT_EQ(entry["context"], c->context);
+    EXPECT_EQ(entry["rope_theta"].get<double>(), double(c->rope_theta));
+    EXPECT_EQ(entry["tied"], c->tied);
+    EXPECT_EQ(entry["stop_ids"].get<std::vector<uint32_t>>(), c->stop_ids());
+    EXPECT_EQ(entry["kv_bytes_per_token"], c->kv_bytes_per_token());
+  }
+}
+
+}  // namespace
+}  // namespace kipp

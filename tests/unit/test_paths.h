@@ -1,0 +1,15 @@
+// Where unit tests find the real tokenizer files, the fixture models and a scratch directory.
+// KIPP_TEST_MODELS / KIPP_TEST_TMP in the environment override the compiled-in paths, so the
+// sanitizer build can run against the main build's fixture.
+#pragma once
+
+#include <string>
+
+namespace kipp::testing {
+
+std::string tokenizer_dir();
+std::string test_models_dir();
+// A fresh, empty directory for one test, under the build tree.
+std::string scratch_dir(const std::string& test_name);
+
+}  // namespace kipp::testing
