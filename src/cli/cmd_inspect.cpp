@@ -1,5 +1,6 @@
 // `kipp inspect FILE`: what an artifact holds and whether the strict loader accepts it.
 // It reports what it can read even from a file the loader rejects, then the verdict.
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -68,20 +69,24 @@ Command add_inspect_command(CLI::App& app) {
   auto path = std::make_shared<std::string>();
   sub->add_option("file", *path, "A Kipp .gguf artifact")->required();
   return {sub, [path] {
+            using Clock = std::chrono::steady_clock;
+            const auto started = Clock::now();
             auto mapping = MappedFile::open(*path);
             if (!mapping) return report(mapping.error());
             auto file = gguf::File::parse(mapping->bytes());
+            auto artifact = file ? validate_artifact(file.value()) : Result<ValidatedArtifact>(file.error());
+            const double load_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
             if (!file) {
               std::printf("verdict          INVALID: %s\n", file.error().message.c_str());
               return report(with_context(*path, file.error()));
             }
             print_summary(file.value(), mapping->bytes().size());
-            auto artifact = validate_artifact(file.value());
             if (!artifact) {
               std::printf("\nverdict          INVALID: %s\n", artifact.error().message.c_str());
               return report(with_context(*path, artifact.error()));
             }
             print_model_facts(artifact.value());
+            std::printf("load time        %.1f ms (mmap, parse, validation, weight binding)\n", load_ms);
             std::printf("\nverdict          OK: a valid %s artifact\n", std::string(artifact->checkpoint->id).c_str());
             return 0;
           }};

@@ -137,17 +137,17 @@ TEST_P(RoundTrip, EveryTensorMatchesItsSource) {
   }
   // Per-tensor normalized squared error of the schemes on these (uniformly distributed) weights.
   if (c.scheme == QuantScheme::q8_0) {
-    EXPECT_LT(worst_nmse, 1e-4);
+    EXPECT_LT(worst_nmse, 3e-5);  // uniform weights: 1 / (4 * 127^2) = 1.55e-5 in theory
   }
   if (c.scheme == QuantScheme::affine4_gs32) {
-    EXPECT_LT(worst_nmse, 1e-2);
+    EXPECT_LT(worst_nmse, 6e-3);  // uniform weights: about 1/225 = 4.4e-3 in theory
   }
   if (m.checkpoint().tied) {
     EXPECT_EQ(m.weights().lm_head.data, m.weights().token_embedding.data);
   } else {
     EXPECT_NE(m.weights().lm_head.data, m.weights().token_embedding.data);
   }
-  RecordProperty("worst_tensor_nmse", std::to_string(worst_nmse));
+  std::printf("%s: worst per-tensor NMSE of the projections %.3g\n", c.model.c_str(), worst_nmse);
 }
 
 TEST_P(RoundTrip, CarriesTokenizerAndProvenance) {

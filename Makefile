@@ -1,0 +1,37 @@
+# The two commands a newcomer needs (README): `make quickstart` and `make test`.
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= 2
+MODELS_DIR ?= models
+QUICKSTART_MODEL ?= qwen3-0.6b
+LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+
+.PHONY: all deps build asan test quickstart clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(LAUNCHER)
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+
+# Unit tests and fuzzers under AddressSanitizer + UndefinedBehaviorSanitizer (clang, for libFuzzer).
+asan: deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja $(LAUNCHER) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DKIPP_SANITIZE=ON -DKIPP_FUZZ=ON -DKIPP_WERROR=ON
+	cmake --build $(ASAN_DIR) -j$(JOBS) --target kipp_unit_tests kipp_fuzz_gguf
+
+# Everything under one ctest run: the main build's tests plus the sanitizer build's.
+test: deps asan
+	cmake -S . -B $(BUILD_DIR) -G Ninja $(LAUNCHER) -DKIPP_WERROR=ON -DKIPP_SANITIZER_BUILD_DIR=$(CURDIR)/$(ASAN_DIR)
+	cmake --build $(BUILD_DIR) -j$(JOBS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
+
+# Install, build, fetch the smallest instruct checkpoint and show what was made.
+quickstart: build
+	@scripts/quickstart.sh $(BUILD_DIR)/src/kipp $(QUICKSTART_MODEL) $(MODELS_DIR)
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)
