@@ -1,0 +1,50 @@
+// `kipp pull`: a registry id to a verified Kipp artifact. Finds what the pinned revision holds,
+// brings every file into {models}/.downloads/ verified (download.h), then runs the converter on
+// them. The front end (cli/cmd_pull.cpp) owns flags and printing.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convert/converter.h"
+#include "model/artifact_layout.h"
+#include "pull/download.h"
+#include "pull/progress.h"
+#include "registry/registry.h"
+#include "util/error.h"
+
+namespace kipp::pull {
+
+inline constexpr const char* kDefaultEndpoint = "https://huggingface.co";
+inline constexpr const char* kDefaultModelsDir = "models";
+
+struct PullOptions {
+  std::string checkpoint_id;
+  QuantScheme scheme = QuantScheme::bf16;
+  std::string models_dir = kDefaultModelsDir;
+  // Empty: the public hub. Synthetic kipp-test/ entries are only pulled from an explicit endpoint.
+  std::string endpoint;
+  ProgressDisplay* progress = nullptr;            // optional
+  std::function<void(const std::string&)> note;   // one-line messages; optional
+  RetryPolicy retry;
+};
+
+struct PullReport {
+  std::string artifact_path;
+  std::string download_dir;
+  std::vector<FileOutcome> files;
+  ConvertReport conversion;
+};
+
+Result<PullReport> pull_checkpoint(const PullOptions& options);
+
+// The id as one path component: "kipp-test/qwen3-tiny" -> "kipp-test_qwen3-tiny".
+std::string flat_id(std::string_view checkpoint_id);
+// {models}/{flat id}.{quant}.gguf
+std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme);
+// {models}/.downloads/{flat id}/{revision}
+std::string download_dir(const std::string& models_dir, const Checkpoint& checkpoint);
+
+}  // namespace kipp::pull
