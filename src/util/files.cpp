@@ -1,9 +1,11 @@
 #include "util/files.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <utility>
 
@@ -28,7 +30,30 @@ Result<std::string> read_text_file(const std::string& path, uint64_t max_bytes) 
   return text;
 }
 
+namespace {
+
+// Removes "<final>.tmp.<pid>" files whose writer is gone (a conversion ended by a signal or a
+// crash never ran its cleanup), so interrupted runs do not pile up multi-gigabyte leftovers.
+void remove_stale_temporaries(const std::string& final_path) {
+  namespace fs = std::filesystem;
+  const fs::path target(final_path);
+  const std::string prefix = target.filename().string() + ".tmp.";
+  std::error_code error;
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const std::string pid_text = name.substr(prefix.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid > 0 && ::kill(pid_t(pid), 0) != 0 && errno == ESRCH) fs::remove(it->path(), error);
+  }
+}
+
+}  // namespace
+
 Result<AtomicFile> AtomicFile::create(const std::string& final_path) {
+  remove_stale_temporaries(final_path);
   AtomicFile out;
   out.final_path_ = final_path;
   out.temp_path_ = final_path + ".tmp." + std::to_string(::getpid());

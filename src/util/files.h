@@ -13,7 +13,8 @@ namespace kipp {
 Result<std::string> read_text_file(const std::string& path, uint64_t max_bytes = 64ull << 20);
 
 // A file written under "<final>.tmp.<pid>" and renamed onto <final> by commit().
-// Destroying it uncommitted removes the temporary; the final path is never touched.
+// Destroying it uncommitted removes the temporary; the final path is never touched. Creating one
+// also removes temporaries of the same final path left by processes that no longer exist.
 class AtomicFile {
  public:
   static Result<AtomicFile> create(const std::string& final_path);

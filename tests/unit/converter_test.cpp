@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -180,6 +183,22 @@ TEST(Convert, FailureLeavesAnExistingOutputUntouchedAndNoTemporary) {
   EXPECT_EQ(read_text_file(out).value(), "the user's file");
   for (const auto& entry : fs::directory_iterator(fs::path(out).parent_path()))
     EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
+}
+
+TEST(Convert, RemovesTemporariesLeftByInterruptedRuns) {
+  // A conversion killed by a signal never runs its cleanup; the next one of the same output does.
+  const std::string dir = testing::scratch_dir("stale");
+  const std::string out = dir + "/model.gguf";
+  const pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const std::string stale = out + ".tmp." + std::to_string(gone);
+  const std::string live = out + ".tmp." + std::to_string(::getppid());  // a running process: kept
+  std::ofstream(stale) << "left by a killed run";
+  std::ofstream(live) << "still being written";
+  ASSERT_TRUE(convert(tiny_source(), out).ok());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
 }
 
 TEST(Convert, ShardedAndSingleFileSourcesGiveIdenticalTensors) {
