@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
       add_pull_command(app),
       add_convert_command(app),
       add_inspect_command(app),
+      add_tokenize_command(app),
+      add_detokenize_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,62 @@
+// Tokenizer throughput: Kipp (`kipp tokenize --bench`) against the reference (npm `tokenizers`,
+// the Hugging Face Rust library) on the same corpus in the same run, single thread, median of 5.
+// Also checks that both produce the same ids for the whole corpus.
+// Usage: node bench/tokenizer_bench.mjs KIPP MODEL.gguf TOKENIZER_DIR CORPUS_OUT
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const { Tokenizer } = require('tokenizers');
+const [kipp, model, tokenizerDir, corpusPath] = process.argv.slice(2);
+
+// The corpus: real text on this machine — English prose (package READMEs and docs), source code
+// (TypeScript, JavaScript, C++), JSON — plus multi-script prose, about 8 MiB in a fixed order.
+const roots = ['node_modules/openai', 'node_modules/@huggingface', 'node_modules/tokenizers', 'docs', 'src', 'tests'];
+const files = [];
+const walk = (dir) => {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) walk(full);
+    else if (/\.(md|ts|js|mjs|cpp|h|json|txt|py)$/.test(entry.name) && fs.statSync(full).size < 512 * 1024) files.push(full);
+  }
+};
+for (const root of roots) if (fs.existsSync(root)) walk(root);
+const multiScript = ['我们今天去公园散步，然后回家吃饭。', 'こんにちは、世界！今日はいい天気ですね。', '안녕하세요, 오늘 날씨가 좋네요.',
+  'Привет, мир! Как дела?', 'Γειά σου Κόσμε!', 'مرحبا بالعالم، كيف حالك؟', 'שלום עולם, מה שלומך?', 'नमस्ते दुनिया, आप कैसे हैं?',
+  'สวัสดีชาวโลก วันนี้อากาศดี', 'Ça va? Déjà vu, naïve façade, Zürich, São Paulo. 👍🏽 🇩🇪 👨‍👩‍👧‍👦'];
+let corpus = '';
+const limit = 8 << 20;
+let used = 0;
+for (let i = 0; corpus.length < limit && i < files.length; ++i, ++used) {
+  corpus += fs.readFileSync(files[i], 'utf8') + '\n';
+  if (i % 10 === 0) corpus += multiScript[i / 10 % multiScript.length] + '\n';
+}
+corpus = Buffer.from(corpus, 'utf8').subarray(0, limit).toString('utf8').replace(/\uFFFD$/, '');
+fs.writeFileSync(corpusPath, corpus);
+const bytes = Buffer.byteLength(corpus, 'utf8');
+
+const reference = Tokenizer.fromFile(path.join(tokenizerDir, 'tokenizer.json'));
+const seconds = [];
+let referenceIds = [];
+for (let run = 0; run < 5; ++run) {
+  const started = process.hrtime.bigint();
+  const encoding = await reference.encode(corpus, null, { addSpecialTokens: false });
+  seconds.push(Number(process.hrtime.bigint() - started) / 1e9);
+  referenceIds = encoding.getIds();
+}
+seconds.sort((a, b) => a - b);
+const referenceSeconds = seconds[2];
+const referenceMbPerS = bytes / 1e6 / referenceSeconds;
+
+const kippResult = JSON.parse(execFileSync(kipp, ['tokenize', '--model', model, '--file', corpusPath, '--bench']).toString());
+const kippIds = JSON.parse(execFileSync(kipp, ['tokenize', '--model', model, '--file', corpusPath, '--json'],
+  { maxBuffer: 1 << 30 }).toString()).ids;
+const same = kippIds.length === referenceIds.length && kippIds.every((id, i) => id === referenceIds[i]);
+
+console.log(`corpus: ${corpusPath}, ${bytes} bytes from ${used} files, ${referenceIds.length} tokens; ids identical: ${same}`);
+console.log(`kipp       ${kippResult.mb_per_s.toFixed(2)} MB/s (median ${kippResult.seconds.toFixed(4)} s of 5)`);
+console.log(`reference  ${referenceMbPerS.toFixed(2)} MB/s (median ${referenceSeconds.toFixed(4)} s of 5, tokenizers ${require('tokenizers/package.json').version})`);
+console.log(`ratio      ${(kippResult.mb_per_s / referenceMbPerS).toFixed(1)}x`);
+if (!same) process.exit(1);
