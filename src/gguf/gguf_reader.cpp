@@ -54,6 +54,14 @@ class Cursor {
 
 bool valid_value_type(uint32_t raw) { return raw < kValueTypeCount; }
 
+// Keys and tensor names are quoted in error lines and listings, so control bytes (a newline, a
+// terminal escape) are refused rather than printed.
+bool has_control_bytes(std::string_view text) {
+  for (unsigned char c : text)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
 Status read_scalar(Cursor& in, ValueType type, Value& out, const std::string& where) {
   const char* what = where.c_str();
   switch (type) {
@@ -118,6 +126,7 @@ Status read_tensor_info(Cursor& in, TensorInfo& info, uint64_t index) {
   const std::string where = "tensor #" + std::to_string(index);
   KIPP_ASSIGN(info.name, in.read_string((where + " name").c_str()));
   if (info.name.empty()) return fail(where, ": empty name");
+  if (has_control_bytes(info.name)) return fail(where, ": name contains control bytes");
   if (info.name.size() > kMaxTensorNameBytes)
     return fail(where, ": name of ", info.name.size(), " bytes exceeds the ", kMaxTensorNameBytes, "-byte limit");
   const std::string named = "tensor " + std::string(info.name);
@@ -176,6 +185,7 @@ Result<File> File::parse(std::span<const uint8_t> image) {
     const std::string where = "metadata #" + std::to_string(i);
     KIPP_ASSIGN(kv.key, in.read_string((where + " key").c_str()));
     if (kv.key.empty()) return fail(where, ": empty key");
+    if (has_control_bytes(kv.key)) return fail(where, ": key contains control bytes");
     if (file.key_index_.count(kv.key)) return fail("metadata key ", kv.key, " appears twice");
     const std::string named = "metadata " + std::string(kv.key);
     KIPP_ASSIGN(uint32_t raw_type, in.read<uint32_t>(named.c_str()));

@@ -7,6 +7,18 @@ namespace {
 
 // Longest token text accepted; real Qwen3 tokens are far shorter.
 constexpr size_t kMaxTokenBytes = 1024;
+// Byte-level BPE: the first 256 tokens are the byte symbols, then merge r creates token 256 + r.
+constexpr size_t kByteTokens = 256;
+// Kipp writes no scores (byte-level BPE ranks by merges), but llama.cpp reads them when present.
+constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
+
+// Text from the file for an error line: control bytes become '?', and long text is cut.
+std::string printable(std::string_view text) {
+  std::string out(text.substr(0, 64));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return text.size() > 64 ? out + "..." : out;
+}
 
 bool valid_utf8(std::string_view text) {
   size_t i = 0;
@@ -47,7 +59,7 @@ Status expect_f32(const gguf::File& file, std::string_view key, float expected, 
 
 Status expect_string(const gguf::File& file, std::string_view key, std::string_view expected) {
   KIPP_ASSIGN(std::string_view value, file.get_string(key));
-  if (value != expected) return fail("metadata ", key, " is \"", value, "\", expected \"", expected, "\"");
+  if (value != expected) return fail("metadata ", key, " is \"", printable(value), "\", expected \"", expected, "\"");
   return {};
 }
 
@@ -63,7 +75,8 @@ Result<const Checkpoint*> match_registry(const gguf::File& file) {
   KIPP_ASSIGN(std::string_view revision, file.get_string(keys::kipp_revision));
   const Checkpoint* checkpoint = find_checkpoint_by_source(repository, revision);
   if (!checkpoint)
-    return fail("checkpoint ", repository, "@", revision, " is not in the Kipp registry (see `kipp registry`)");
+    return fail("checkpoint ", printable(repository), "@", printable(revision),
+                " is not in the Kipp registry (see `kipp registry`)");
   KIPP_ASSIGN(uint32_t format, file.get_u32(keys::kipp_format_version));
   if (format != kArtifactFormatVersion)
     return fail("metadata ", keys::kipp_format_version, " is ", format, ", expected ", kArtifactFormatVersion);
@@ -91,7 +104,9 @@ Status check_hyperparameters(const gguf::File& file, const Checkpoint& c) {
 Result<QuantScheme> check_scheme(const gguf::File& file) {
   KIPP_ASSIGN(std::string_view name, file.get_string(keys::kipp_quant_scheme));
   auto scheme = parse_quant_scheme(name);
-  if (!scheme) return fail("metadata ", keys::kipp_quant_scheme, " is \"", name, "\", expected bf16, q8_0 or affine4_gs32");
+  if (!scheme)
+    return fail("metadata ", keys::kipp_quant_scheme, " is \"", printable(name),
+                "\", expected bf16, q8_0 or affine4_gs32");
   KIPP_ASSIGN(uint32_t file_type, file.get_u32(keys::file_type));
   if (file_type != llama_file_type(*scheme))
     return fail("metadata ", keys::file_type, " is ", file_type, ", expected ", llama_file_type(*scheme), " for scheme ",
@@ -117,6 +132,11 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
   KIPP_ASSIGN(const gguf::Value* types, file.get_array(keys::token_type, gguf::ValueType::i32));
   if (types->count != tokens->count)
     return fail("metadata ", keys::token_type, " has ", types->count, " entries, expected ", tokens->count);
+  if (file.find(kScoresKey)) {
+    KIPP_ASSIGN(const gguf::Value* scores, file.get_array(kScoresKey, gguf::ValueType::f32));
+    if (scores->count != tokens->count)
+      return fail("metadata ", kScoresKey, " has ", scores->count, " entries, expected ", tokens->count);
+  }
   data.token_types.resize(types->count);
   std::memcpy(data.token_types.data(), types->raw.data(), types->raw.size());
   for (size_t id = 0; id < data.token_types.size(); ++id) {
@@ -127,12 +147,22 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
 
   KIPP_ASSIGN(const gguf::Value* merges, file.get_array(keys::merges, gguf::ValueType::string));
   if (merges->count == 0) return fail("metadata ", keys::merges, " is empty");
+  if (merges->count > tokens->count - kByteTokens)
+    return fail("metadata ", keys::merges, " has ", merges->count, " entries, more than the ",
+                tokens->count - kByteTokens, " tokens above the byte symbols");
   for (size_t rank = 0; rank < merges->strings.size(); ++rank) {
     std::string_view merge = merges->strings[rank];
     const size_t space = merge.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 == merge.size() ||
         merge.find(' ', space + 1) != std::string_view::npos)
       return fail("metadata ", keys::merges, ": merge ", rank, " is not two pieces separated by one space");
+    // Merge r must join into token 256 + r, as the vocabulary was built: one sequential pass that
+    // rejects merges of pieces from another vocabulary and merges out of rank order.
+    const std::string_view joined = tokens->strings[kByteTokens + rank];
+    if (joined.size() != merge.size() - 1 || joined.substr(0, space) != merge.substr(0, space) ||
+        joined.substr(space) != merge.substr(space + 1))
+      return fail("metadata ", keys::merges, ": merge ", rank, " \"", printable(merge), "\" does not join into token ",
+                  kByteTokens + rank, " \"", printable(joined), "\"");
   }
   data.merges = merges->strings;
 

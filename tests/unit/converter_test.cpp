@@ -96,9 +96,10 @@ TEST(Convert, RejectsEachConfigFieldThatDiffers) {
       {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}, {"model_type", "qwen2"}, {"hidden_act", "gelu"},
       {"attention_bias", true}, {"rope_scaling", json{{"type", "yarn"}}}, {"use_sliding_window", true},
       {"torch_dtype", "float16"}};
-  for (const auto& [field, value] : cases) {
+  for (const auto& change : cases) {
+    const std::string& field = change.first;
     const std::string dir = mutable_source("config_" + field);
-    edit_json(dir + "/config.json", [&](json& config) { config[field] = value; });
+    edit_json(dir + "/config.json", [&change](json& config) { config[change.first] = change.second; });
     expect_error(convert(dir, dir + "/../out.gguf"), field);
   }
   const std::string dir = mutable_source("config_missing");
