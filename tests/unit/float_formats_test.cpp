@@ -1,6 +1,7 @@
 // BF16 and FP16 conversions, checked against hand values and, for FP16, exhaustively against the
 // processor's own F16C conversion instructions (an independent implementation).
 #include <gtest/gtest.h>
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <bit>
@@ -14,11 +15,16 @@ namespace {
 
 // The hardware reference: F16C's conversions, round to nearest even.
 __attribute__((target("f16c"))) uint16_t hardware_f32_to_fp16(float value) {
-  return uint16_t(_cvtss_sh(value, _MM_FROUND_TO_NEAREST_INT));
+  return uint16_t(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(value), _MM_FROUND_TO_NEAREST_INT), 0));
 }
-__attribute__((target("f16c"))) float hardware_fp16_to_f32(uint16_t bits) { return _cvtsh_ss(bits); }
+__attribute__((target("f16c"))) float hardware_fp16_to_f32(uint16_t bits) {
+  return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits)));
+}
 
-bool has_f16c() { return __builtin_cpu_supports("f16c"); }
+bool has_f16c() {  // CPUID leaf 1, ECX bit 29
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
 
 TEST(Bf16, RoundsToNearestTiesToEven) {
   EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
