@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,26 +64,35 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-int run_jsonl_tokenize(const Tokenizer& tokenizer, const std::string& path) {
+// Reads a JSONL file and calls `handle` with each line's object and a "FILE line N" label; the
+// first failing line ends the run with its error. Output is written only when every line succeeded.
+int run_jsonl(const std::string& path,
+              const std::function<Status(const json::Json& object, const std::string& where, std::string& out)>& handle) {
   auto input = read_text_file(path, kMaxInputBytes);
   if (!input) return report(input.error());
-  EncodeWorkspace workspace;
   std::string out;
-  std::vector<TokenId> ids;
   const auto lines = split_lines(input.value());
   for (size_t index = 0; index < lines.size(); ++index) {
     const std::string where = path + " line " + std::to_string(index + 1);
     auto object = json::parse(std::string(lines[index]), where);
     if (!object) return report(object.error());
-    auto text = json::get_string(object.value(), "text", where);
-    if (!text) return report(text.error());
-    ids.clear();
-    if (auto encoded = tokenizer.encode_append(text.value(), workspace, ids); !encoded)
-      return report(with_context(where, encoded.error()));
-    append_ids_json(ids, out);
+    if (auto handled = handle(object.value(), where, out); !handled) return report(handled.error());
   }
   write_stdout(out);
   return 0;
+}
+
+int run_jsonl_tokenize(const Tokenizer& tokenizer, const std::string& path) {
+  EncodeWorkspace workspace;
+  std::vector<TokenId> ids;
+  return run_jsonl(path, [&](const json::Json& object, const std::string& where, std::string& out) -> Status {
+    KIPP_ASSIGN(std::string text, json::get_string(object, "text", where));
+    ids.clear();
+    if (auto encoded = tokenizer.encode_append(text, workspace, ids); !encoded)
+      return with_context(where, encoded.error());
+    append_ids_json(ids, out);
+    return {};
+  });
 }
 
 int run_bench(const Tokenizer& tokenizer, const std::string& text) {
@@ -149,31 +159,21 @@ Result<std::vector<TokenId>> parse_id_list(std::string_view list) {
 }
 
 int run_jsonl_detokenize(const Tokenizer& tokenizer, const std::string& path) {
-  auto input = read_text_file(path, kMaxInputBytes);
-  if (!input) return report(input.error());
-  std::string out;
   std::vector<TokenId> ids;
-  const auto lines = split_lines(input.value());
-  for (size_t index = 0; index < lines.size(); ++index) {
-    const std::string where = path + " line " + std::to_string(index + 1);
-    auto object = json::parse(std::string(lines[index]), where);
-    if (!object) return report(object.error());
-    auto list = json::field(object.value(), "ids", where);
-    if (!list) return report(list.error());
-    if (!list.value()->is_array()) return report(fail(where, ": \"ids\" must be an array of token ids"));
+  return run_jsonl(path, [&](const json::Json& object, const std::string& where, std::string& out) -> Status {
+    KIPP_ASSIGN(const json::Json* list, json::field(object, "ids", where));
+    if (!list->is_array()) return fail(where, ": \"ids\" must be an array of token ids");
     ids.clear();
-    for (const auto& id : *list.value()) {
-      if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX)
-        return report(fail(where, ": ", id.dump(), " is not a token id"));
+    for (const auto& id : *list) {
+      if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX) return fail(where, ": ", id.dump(), " is not a token id");
       ids.push_back(TokenId(id.get<uint64_t>()));
     }
     auto text = tokenizer.decode(ids);
-    if (!text) return report(with_context(where, text.error()));
+    if (!text) return with_context(where, text.error());
     out += json::Json{{"text", text.value()}}.dump();
     out += '\n';
-  }
-  write_stdout(out);
-  return 0;
+    return {};
+  });
 }
 
 int run_detokenize(const DetokenizeArgs& args) {
