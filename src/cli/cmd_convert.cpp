@@ -28,7 +28,10 @@ Command add_convert_command(CLI::App& app) {
             options.source_dir = args->source;
             options.scheme = *parse_quant_scheme(args->quant);
             options.out_path = args->out;
+            ProgressDisplay progress(ProgressDisplay::mode_for(stderr), stderr);
+            options.on_progress = show_progress_on(progress);
             auto report = convert_checkpoint(options);
+            progress.finish();
             if (!report) return cli::report(report.error());
             std::fprintf(stderr, "converted %s (%s): %llu tensors, %.1f MiB in %.2f s, peak RSS %.1f MiB -> %s\n",
                          args->checkpoint.c_str(), args->quant.c_str(), (unsigned long long)report->tensors,

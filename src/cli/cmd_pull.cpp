@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cli/commands.h"
-#include "pull/progress.h"
+#include "util/progress.h"
 #include "pull/pull.h"
 
 namespace kipp::cli {
@@ -27,7 +27,7 @@ Command add_pull_command(CLI::App& app) {
                   "Where downloads (DIR/.downloads/) and the artifact (DIR/ID.QUANT.gguf) go; default ./models");
   sub->add_option("--endpoint", args->endpoint, std::string("Hub base URL; default ") + pull::kDefaultEndpoint);
   return {sub, [args, sub] {
-            pull::ProgressDisplay progress(pull::ProgressDisplay::mode_for(stderr), stderr);
+            ProgressDisplay progress(ProgressDisplay::mode_for(stderr), stderr);
             pull::PullOptions options;
             options.checkpoint_id = args->checkpoint;
             options.scheme = *parse_quant_scheme(args->quant);

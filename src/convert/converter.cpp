@@ -129,6 +129,14 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
 
 }  // namespace
 
+std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& display) {
+  return [&display, started = false](const ConvertProgress& progress) mutable {
+    if (!started) display.start("converting", progress.bytes_total, 0);
+    started = true;
+    display.update(progress.bytes_done);
+  };
+}
+
 Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   const Checkpoint* checkpoint = find_checkpoint(options.checkpoint_id);

@@ -11,6 +11,7 @@
 
 #include "model/artifact_layout.h"
 #include "util/error.h"
+#include "util/progress.h"
 
 namespace kipp {
 
@@ -37,5 +38,8 @@ struct ConvertReport {
 };
 
 Result<ConvertReport> convert_checkpoint(const ConvertOptions& options);
+
+// An on_progress callback that shows the conversion as one step, "converting", on `display`.
+std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& display);
 
 }  // namespace kipp

@@ -9,7 +9,7 @@
 
 #include "pull/http_fetch.h"
 #include "pull/hub.h"
-#include "pull/progress.h"
+#include "util/progress.h"
 #include "util/error.h"
 
 namespace kipp::pull {

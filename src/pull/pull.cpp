@@ -259,13 +259,7 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   convert.scheme = options.scheme;
   convert.out_path = report.artifact_path;
   convert.known_sha256 = std::move(known_sha256);
-  if (options.progress) {
-    convert.on_progress = [&options, started = false](const ConvertProgress& progress) mutable {
-      if (!started) options.progress->start("converting", progress.bytes_total, 0);
-      started = true;
-      options.progress->update(progress.bytes_done);
-    };
-  }
+  if (options.progress) convert.on_progress = show_progress_on(*options.progress);
   Result<ConvertReport> converted = convert_checkpoint(convert);
   if (options.progress) options.progress->finish();
   if (!converted) return converted.error();

@@ -11,7 +11,7 @@
 #include "convert/converter.h"
 #include "model/artifact_layout.h"
 #include "pull/download.h"
-#include "pull/progress.h"
+#include "util/progress.h"
 #include "registry/registry.h"
 #include "util/error.h"
 

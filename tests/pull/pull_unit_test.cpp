@@ -5,7 +5,7 @@
 
 #include "pull/http_fetch.h"
 #include "pull/hub.h"
-#include "pull/progress.h"
+#include "util/progress.h"
 #include "pull/pull.h"
 
 namespace kipp::pull {

@@ -1,4 +1,4 @@
-#include "pull/progress.h"
+#include "util/progress.h"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace kipp::pull {
+namespace kipp {
 namespace {
 
 constexpr auto kTerminalInterval = std::chrono::milliseconds(100);
@@ -146,4 +146,4 @@ void ProgressDisplay::finish() {
   active_ = false;
 }
 
-}  // namespace kipp::pull
+}  // namespace kipp

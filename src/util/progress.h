@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-namespace kipp::pull {
+namespace kipp {
 
 std::string format_bytes(uint64_t bytes);   // "1.5 MiB"
 std::string format_eta(double seconds);     // "42s", "3m07s", "2h05m"
@@ -49,4 +49,4 @@ class ProgressDisplay {
   bool active_ = false;
 };
 
-}  // namespace kipp::pull
+}  // namespace kipp
