@@ -9,6 +9,7 @@
 #include "gguf/gguf_reader.h"
 #include "model/model_file.h"
 #include "util/mapped_file.h"
+#include "util/printable.h"
 
 namespace kipp::cli {
 namespace {
@@ -21,7 +22,7 @@ std::string shape_text(const gguf::TensorInfo& info) {
 
 std::string string_or(const gguf::File& file, std::string_view key, const char* fallback) {
   auto value = file.get_string(key);
-  return value ? std::string(value.value()) : fallback;
+  return value ? printable(value.value(), 200) : fallback;
 }
 
 void print_summary(const gguf::File& file, uint64_t file_bytes) {

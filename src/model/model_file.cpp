@@ -1,5 +1,6 @@
 #include "model/model_file.h"
 
+
 #include <cstring>
 
 namespace kipp {
@@ -11,14 +12,6 @@ constexpr size_t kMaxTokenBytes = 1024;
 constexpr size_t kByteTokens = 256;
 // Kipp writes no scores (byte-level BPE ranks by merges), but llama.cpp reads them when present.
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
-
-// Text from the file for an error line: control bytes become '?', and long text is cut.
-std::string printable(std::string_view text) {
-  std::string out(text.substr(0, 64));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return text.size() > 64 ? out + "..." : out;
-}
 
 bool valid_utf8(std::string_view text) {
   size_t i = 0;
