@@ -1,7 +1,8 @@
 #include "model/model_file.h"
 
-
 #include <cstring>
+
+#include "util/printable.h"
 
 namespace kipp {
 namespace {
