@@ -1,0 +1,94 @@
+#include "backend/cpu_ref/ops.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/float_formats.h"
+
+namespace kipp::cpu_ref {
+
+void rms_norm(const float* x, const float* weight, size_t n, float eps, float* out) {
+  float sum_of_squares = 0.0f;
+  for (size_t i = 0; i < n; ++i) sum_of_squares += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(sum_of_squares / float(n) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+namespace {
+
+// Widens the 32 weights of row `row` starting at column `col` (a multiple of 32) to FP32.
+void widen_block(const WeightView& w, uint64_t row, uint64_t col, float* out) {
+  const uint64_t index = row * w.cols + col;
+  switch (w.format) {
+    case WeightFormat::f32:
+      std::memcpy(out, w.data + index * 4, kBlockSize * 4);
+      return;
+    case WeightFormat::bf16:
+      for (size_t i = 0; i < kBlockSize; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, w.data + (index + i) * 2, 2);
+        out[i] = bf16_to_f32(bits);
+      }
+      return;
+    case WeightFormat::q8_0: {
+      BlockQ8_0 block;
+      std::memcpy(&block, w.data + index / kBlockSize * sizeof block, sizeof block);
+      dequantize_q8_0(block, out);
+      return;
+    }
+    case WeightFormat::affine4: {
+      BlockAffine4 block;
+      std::memcpy(&block, w.data + index / kBlockSize * sizeof block, sizeof block);
+      dequantize_affine4(block, out);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void widen_row(const WeightView& w, uint64_t row, float* out) {
+  for (uint64_t col = 0; col < w.cols; col += kBlockSize) widen_block(w, row, col, out + col);
+}
+
+void matvec(const WeightView& w, const float* x, float* out) {
+  float block[kBlockSize];
+  for (uint64_t r = 0; r < w.rows; ++r) {
+    float sum = 0.0f;
+    for (uint64_t col = 0; col < w.cols; col += kBlockSize) {
+      widen_block(w, r, col, block);
+      for (size_t i = 0; i < kBlockSize; ++i) sum += block[i] * x[col + i];
+    }
+    out[r] = sum;
+  }
+}
+
+void rope_neox(float* head, size_t head_dim, uint32_t position, float theta) {
+  const size_t half = head_dim / 2;
+  for (size_t i = 0; i < half; ++i) {
+    const double inverse_frequency = std::pow(double(theta), -2.0 * double(i) / double(head_dim));
+    const double angle = double(position) * inverse_frequency;
+    const float cos_a = float(std::cos(angle)), sin_a = float(std::sin(angle));
+    const float a = head[i], b = head[i + half];
+    head[i] = a * cos_a - b * sin_a;
+    head[i + half] = b * cos_a + a * sin_a;
+  }
+}
+
+void softmax(float* x, size_t n) {
+  float max = x[0];
+  for (size_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);
+  float sum = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  for (size_t i = 0; i < n; ++i) x[i] /= sum;
+}
+
+void silu_mul(const float* gate, const float* up, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace kipp::cpu_ref

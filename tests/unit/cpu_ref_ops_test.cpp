@@ -1,0 +1,116 @@
+// The cpu-ref scalar operations on hand-checkable values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu_ref/ops.h"
+#include "quant/blocks.h"
+#include "quant/float_formats.h"
+
+namespace kipp::cpu_ref {
+namespace {
+
+WeightView view_of(const std::vector<uint8_t>& bytes, WeightFormat format, uint64_t rows, uint64_t cols) {
+  return WeightView{bytes.data(), format, rows, cols, bytes.size()};
+}
+
+TEST(CpuRefOps, RmsNormScalesByTheRootMeanSquare) {
+  const float x[4] = {1, 2, 3, 4};  // mean square 7.5
+  const float weight[4] = {1, 1, 2, 0.5f};
+  float out[4];
+  rms_norm(x, weight, 4, 0.0f, out);
+  const float scale = 1.0f / std::sqrt(7.5f);
+  EXPECT_FLOAT_EQ(out[0], 1 * scale);
+  EXPECT_FLOAT_EQ(out[2], 3 * scale * 2);
+  EXPECT_FLOAT_EQ(out[3], 4 * scale * 0.5f);
+  const float zeros[4] = {};
+  rms_norm(zeros, weight, 4, 1e-6f, out);  // eps keeps an all-zero row finite
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+TEST(CpuRefOps, MatvecBf16IsExactOnSmallIntegers) {
+  std::vector<uint8_t> bytes(2 * 64 * 2);
+  std::vector<float> x(64);
+  double expected[2] = {0, 0};
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 64; ++c) {
+      const float w = float((r + 1) * (c % 7) - 3);
+      const uint16_t bits = f32_to_bf16(w);
+      std::memcpy(bytes.data() + (r * 64 + c) * 2, &bits, 2);
+      x[c] = float(c % 5);
+      expected[r] += double(w) * x[c];
+    }
+  float out[2];
+  matvec(view_of(bytes, WeightFormat::bf16, 2, 64), x.data(), out);
+  EXPECT_EQ(out[0], float(expected[0]));
+  EXPECT_EQ(out[1], float(expected[1]));
+}
+
+TEST(CpuRefOps, MatvecQ8_0DequantizesEachBlock) {
+  BlockQ8_0 block{};
+  block.scale_fp16 = f32_to_fp16(0.5f);
+  for (int i = 0; i < 32; ++i) block.q[i] = int8_t(i - 16);  // values (i - 16) / 2
+  std::vector<uint8_t> bytes(sizeof block);
+  std::memcpy(bytes.data(), &block, sizeof block);
+  std::vector<float> ones(32, 1.0f);
+  float out;
+  matvec(view_of(bytes, WeightFormat::q8_0, 1, 32), ones.data(), &out);
+  EXPECT_EQ(out, -8.0f);  // sum over i of (i - 16) / 2
+  float row[32];
+  widen_row(view_of(bytes, WeightFormat::q8_0, 1, 32), 0, row);
+  EXPECT_EQ(row[0], -8.0f);
+  EXPECT_EQ(row[31], 7.5f);
+}
+
+TEST(CpuRefOps, MatvecAffine4UsesLowThenHighNibbles) {
+  BlockAffine4 block{};
+  block.scale_fp16 = f32_to_fp16(1.0f);
+  block.min_fp16 = f32_to_fp16(-8.0f);
+  for (int j = 0; j < 16; ++j) block.nibbles[j] = uint8_t(j | (15 << 4));  // elements 0..15 = j - 8, 16..31 = 7
+  std::vector<uint8_t> bytes(sizeof block);
+  std::memcpy(bytes.data(), &block, sizeof block);
+  std::vector<float> x(32, 0.0f);
+  x[3] = 1.0f;   // element 3 = -5
+  x[20] = 2.0f;  // element 20 = 7
+  float out;
+  matvec(view_of(bytes, WeightFormat::affine4, 1, 32), x.data(), &out);
+  EXPECT_EQ(out, -5.0f + 14.0f);
+}
+
+TEST(CpuRefOps, RopeRotatesElementIWithIPlusHalf) {
+  float head[4] = {1, 2, 3, 4};
+  rope_neox(head, 4, 0, 1e6f);  // position 0: identity
+  EXPECT_EQ(head[0], 1.0f);
+  EXPECT_EQ(head[3], 4.0f);
+  rope_neox(head, 4, 3, 100.0f);  // pair (0, 2) turns by 3 rad; pair (1, 3) by 3 * 100^(-1/2) = 0.3 rad
+  EXPECT_NEAR(head[0], 1 * std::cos(3.0) - 3 * std::sin(3.0), 1e-6);
+  EXPECT_NEAR(head[2], 3 * std::cos(3.0) + 1 * std::sin(3.0), 1e-6);
+  EXPECT_NEAR(head[1], 2 * std::cos(0.3) - 4 * std::sin(0.3), 1e-6);
+  EXPECT_NEAR(head[3], 4 * std::cos(0.3) + 2 * std::sin(0.3), 1e-6);
+}
+
+TEST(CpuRefOps, SoftmaxIsNormalizedAndStable) {
+  float x[3] = {0.0f, std::log(2.0f), std::log(3.0f)};
+  softmax(x, 3);
+  EXPECT_NEAR(x[0], 1.0 / 6, 1e-7);
+  EXPECT_NEAR(x[1], 2.0 / 6, 1e-7);
+  EXPECT_NEAR(x[2], 3.0 / 6, 1e-7);
+  float large[2] = {1000.0f, 1000.0f};  // exp(1000) would overflow without the max shift
+  softmax(large, 2);
+  EXPECT_EQ(large[0], 0.5f);
+}
+
+TEST(CpuRefOps, SiluGatesTheUpProjection) {
+  const float gate[3] = {0.0f, 1.0f, -20.0f};
+  const float up[3] = {5.0f, 2.0f, 1.0f};
+  float out[3];
+  silu_mul(gate, up, 3, out);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_FLOAT_EQ(out[1], 2.0f / (1.0f + std::exp(-1.0f)));
+  EXPECT_NEAR(out[2], -20.0 / (1.0 + std::exp(20.0)), 1e-12);
+}
+
+}  // namespace
+}  // namespace kipp::cpu_ref
