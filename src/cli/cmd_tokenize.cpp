@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/id_list.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
@@ -139,25 +140,6 @@ int run_tokenize(const TokenizeArgs& args) {
 }
 
 // "1,2,3" (spaces allowed around the numbers) to ids; anything else names the bad item.
-Result<std::vector<TokenId>> parse_id_list(std::string_view list) {
-  std::vector<TokenId> ids;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t end = list.find(',', start);
-    if (end == std::string_view::npos) end = list.size();
-    std::string_view item = list.substr(start, end - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    uint64_t value = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || value > UINT32_MAX)
-      return fail("--ids: \"", item, "\" is not a token id (expected comma-separated non-negative integers)");
-    ids.push_back(TokenId(value));
-    start = end + 1;
-  }
-  return ids;
-}
-
 int run_jsonl_detokenize(const Tokenizer& tokenizer, const std::string& path) {
   std::vector<TokenId> ids;
   return run_jsonl(path, [&](const json::Json& object, const std::string& where, std::string& out) -> Status {

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       add_inspect_command(app),
       add_tokenize_command(app),
       add_detokenize_command(app),
+      add_logits_command(app),
   };
   try {
     app.parse(argc, argv);

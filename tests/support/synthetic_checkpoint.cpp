@@ -33,7 +33,10 @@ uint64_t name_hash(const std::string& name) {
 
 // Weight scales: unit-variance activations through projections (std 1/sqrt(fan_in)), norm gains
 // near 1, and an embedding std of 0.05 so that tied logits have a spread of about
-// 0.05 * sqrt(hidden) and top-1/top-2 margins far above float rounding.
+// 0.05 * sqrt(hidden). Embedding and lm_head rows are further scaled by a log-normal factor
+// (sigma 1, see row_gain): with rows of equal norm, a few percent of positions would have a
+// top-1/top-2 logit margin small enough for an error inside the 5e-5 NMSE gate to flip the argmax;
+// unequal rows spread the top logits apart.
 float element_std(const std::string& hf_name, uint64_t rows, uint64_t cols) {
   if (rows == 1) return 0.0f;  // norm vectors use their own rule
   if (hf_name == "model.embed_tokens.weight" || hf_name == "lm_head.weight") return 0.05f;
@@ -112,13 +115,25 @@ Status write_shard(const std::string& path, const std::vector<const ExpectedTens
   return out.commit();
 }
 
+bool is_vocabulary_matrix(const std::string& hf_name) {
+  return hf_name == "model.embed_tokens.weight" || hf_name == "lm_head.weight";
+}
+
+// exp(N(0, 1)) for one row, from two uniform draws (Box-Muller).
+float row_gain(uint64_t seed, const std::string& hf_name, uint64_t row) {
+  const uint64_t bits = mix(mix(seed ^ name_hash(hf_name) ^ 0x5eedull) + row);
+  const double u1 = (double(bits >> 40) + 0.5) * 0x1p-24, u2 = double(bits & 0xffffff) * 0x1p-24;
+  return float(std::exp(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2)));
+}
+
 }  // namespace
 
 uint16_t synthetic_value(uint64_t seed, const std::string& hf_name, uint64_t index, uint64_t rows, uint64_t cols) {
   const uint64_t bits = mix(mix(seed ^ name_hash(hf_name)) + index);
   const float uniform = float(bits >> 40) * 0x1p-24f * 2.0f - 1.0f;  // [-1, 1)
   if (rows == 1) return f32_to_bf16(1.0f + 0.25f * uniform);       // norm gains in [0.75, 1.25)
-  return f32_to_bf16(uniform * std::sqrt(3.0f) * element_std(hf_name, rows, cols));
+  const float gain = is_vocabulary_matrix(hf_name) ? row_gain(seed, hf_name, index / cols) : 1.0f;
+  return f32_to_bf16(uniform * std::sqrt(3.0f) * element_std(hf_name, rows, cols) * gain);
 }
 
 Status write_synthetic_checkpoint(const SyntheticOptions& options) {

@@ -1,0 +1,54 @@
+// `kipp logits --model FILE --ids 1,2,3 [--all-positions] --out FILE.f32 [--backend cpu-ref]`:
+// raw little-endian FP32 logits, row-major [rows][vocab], for comparing backends and oracles.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+#include "cli/id_list.h"
+#include "model/model_file.h"
+#include "util/files.h"
+
+namespace kipp::cli {
+namespace {
+
+struct LogitsArgs {
+  std::string model, ids, out, backend = "cpu-ref";
+  bool all_positions = false;
+};
+
+Status write_logits(const LogitsArgs& args) {
+  KIPP_ASSIGN(std::vector<uint32_t> ids, parse_id_list(args.ids));
+  KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_cpu_ref_backend(*model));
+  if (ids.size() > model->checkpoint().context)
+    return fail("--ids: ", ids.size(), " tokens exceed the context of ", model->checkpoint().context);
+  KIPP_ASSIGN(std::unique_ptr<BackendSession> session, backend->create_session(uint32_t(ids.size())));
+  const uint32_t rows = args.all_positions ? uint32_t(ids.size()) : 1;
+  std::vector<float> logits(size_t(rows) * model->checkpoint().vocab());
+  EvalItem item{session.get(), ids, 0, rows, logits.data()};
+  KIPP_TRY(backend->eval(std::span(&item, 1)));
+  KIPP_ASSIGN(AtomicFile out, AtomicFile::create(args.out));
+  KIPP_TRY(out.write(logits.data(), logits.size() * sizeof(float)));
+  return out.commit();
+}
+
+}  // namespace
+
+Command add_logits_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("logits", "Write the raw FP32 logits of a token sequence ([rows][151936], little-endian)");
+  auto args = std::make_shared<LogitsArgs>();
+  sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
+  sub->add_option("--ids", args->ids, "Comma-separated token ids")->required();
+  sub->add_flag("--all-positions", args->all_positions, "A row for every position (default: the last only)");
+  sub->add_option("--out", args->out, "Output file")->required();
+  sub->add_option("--backend", args->backend, "cpu-ref (the scalar oracle)")->check(CLI::IsMember({"cpu-ref"}));
+  return {sub, [args] {
+            if (auto written = write_logits(*args); !written) return report(written.error());
+            return 0;
+          }};
+}
+
+}  // namespace kipp::cli
