@@ -98,6 +98,29 @@ class Convert(unittest.TestCase):
             self.assertTrue(a.read() == b.read(), "two conversions of the same source differ")
 
 
+class Logits(unittest.TestCase):
+    def test_writes_one_row_per_requested_position(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        out = os.path.join(ARGS.scratch, "rows.f32")
+        run = kipp("logits", "--model", model, "--ids", "9707,11,1879", "--all-positions", "--out", out)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(os.path.getsize(out), 3 * 151936 * 4)
+        run = kipp("logits", "--model", model, "--ids", "9707,11,1879", "--out", out)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(os.path.getsize(out), 151936 * 4)
+
+    def test_bad_input_is_one_line_and_writes_nothing(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        out = os.path.join(ARGS.scratch, "bad.f32")
+        cases = [("151936", "outside the vocabulary"), ("1,x", "\"x\" is not a token id"), ("", "is not a token id")]
+        for ids, fragment in cases:
+            run = kipp("logits", "--model", model, "--ids", ids, "--out", out)
+            self.assertEqual(run.returncode, 1, run.stderr)
+            self.assertIn(fragment, run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+            self.assertFalse(os.path.exists(out))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)
