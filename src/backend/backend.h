@@ -1,11 +1,18 @@
-// The backend contract: what every backend (cpu-ref now; cpu and cuda later) implements. A backend
-// owns its prepared weights, scratch and KV storage; callers see sessions and evaluation items,
-// never device memory. Evaluation is synchronous.
+// The backend contract: what every backend (cpu-ref, cpu, later cuda) implements. A backend owns
+// its prepared weights, scratch and KV storage; callers see sessions, block tables and evaluation
+// items, never device memory. Evaluation is synchronous; errors are values.
+//
+// KV storage is a run of 32-position blocks. A session's block table maps each logical block
+// (position / 32) to a physical block of the store the session addresses: its own private store,
+// or the model's shared pool (create_kv_pool), where full blocks may be shared read-only between
+// sessions with the same prefix.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "model/model_file.h"
 #include "util/error.h"
@@ -15,6 +22,8 @@ namespace kipp {
 // KV positions per block of the paged cache.
 inline constexpr uint32_t kKvBlockTokens = 32;
 
+inline uint32_t kv_blocks_for(uint32_t positions) { return (positions + kKvBlockTokens - 1) / kKvBlockTokens; }
+
 class BackendSession {
  public:
   virtual ~BackendSession() = default;
@@ -22,25 +31,55 @@ class BackendSession {
   virtual uint32_t length() const = 0;    // positions in its KV cache
   virtual void reset() = 0;               // length 0; capacity kept
   virtual Status truncate(uint32_t length) = 0;  // keep the first `length` positions
+  // A pooled, empty session takes on `length` positions (whole blocks) that already sit in the
+  // shared pool under the block table its next items will carry: a reused prefix.
+  virtual Status adopt_prefix(uint32_t length) = 0;
+  // Whether the session addresses the model's shared pool (its items must carry a block table)
+  // rather than a private store of its own.
+  virtual bool pooled() const = 0;
+  // Physical blocks in the store this session addresses; every block table entry must be below it.
+  virtual uint32_t store_blocks() const = 0;
+  // Identifies that store, so one call can tell which items write the same memory.
+  virtual const void* store_id() const = 0;
 };
 
 struct EvalItem {
   BackendSession* session = nullptr;
-  std::span<const uint32_t> tokens;  // appended at start_position
+  std::span<const uint32_t> tokens;  // appended at start_position; none is a no-op
   uint32_t start_position = 0;       // must equal the session's length
   uint32_t logit_rows = 1;           // logits for the last logit_rows tokens of this item
   float* logits = nullptr;           // logit_rows x vocab FP32, row-major
+  // Logical block -> physical block, covering at least start_position + tokens.size() positions.
+  // Empty means the identity table, which only a private session may use. The blocks this item
+  // writes must appear nowhere else in the call; the blocks it only reads may be shared.
+  std::span<const uint32_t> block_table;
 };
 
 class BackendModel {
  public:
   virtual ~BackendModel() = default;
+  virtual std::string name() const = 0;
+  // A session with a private store of `capacity` positions (1..context), allocated once.
   virtual Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) = 0;
+  // The model's shared KV pool of `blocks` 32-position blocks, allocated once; at most one.
+  virtual Status create_kv_pool(uint32_t blocks) = 0;
+  // A session of up to `capacity` positions that addresses the shared pool.
+  virtual Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) = 0;
   // Evaluates every item; an invalid item fails the call before any session changes.
   virtual Status eval(std::span<EvalItem> items) = 0;
+  // Sessions created by this model and not yet destroyed.
+  virtual uint32_t live_sessions() const = 0;
 };
+
+// Destroys a model only when no session is alive; otherwise an error, and the model stays usable.
+// (A model destroyed regardless leaves its sessions safe to inspect, reset and destroy.)
+Status destroy_backend(std::unique_ptr<BackendModel>& model);
 
 // The readable scalar oracle: FP32 activations, sequential FP32 accumulation, BF16 KV.
 Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model);
+
+// The backends this build offers, by the names the CLI's --backend takes.
+std::span<const std::string_view> backend_names();
+Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model);
 
 }  // namespace kipp

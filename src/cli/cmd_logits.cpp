@@ -22,13 +22,13 @@ struct LogitsArgs {
 Status write_logits(const LogitsArgs& args) {
   KIPP_ASSIGN(std::vector<uint32_t> ids, parse_id_list(args.ids));
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_cpu_ref_backend(*model));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(args.backend, *model));
   if (ids.size() > model->checkpoint().context)
     return fail("--ids: ", ids.size(), " tokens exceed the context of ", model->checkpoint().context);
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session, backend->create_session(uint32_t(ids.size())));
   const uint32_t rows = args.all_positions ? uint32_t(ids.size()) : 1;
   std::vector<float> logits(size_t(rows) * model->checkpoint().vocab());
-  EvalItem item{session.get(), ids, 0, rows, logits.data()};
+  EvalItem item{session.get(), ids, 0, rows, logits.data(), {}};
   KIPP_TRY(backend->eval(std::span(&item, 1)));
   KIPP_ASSIGN(AtomicFile out, AtomicFile::create(args.out));
   KIPP_TRY(out.write(logits.data(), logits.size() * sizeof(float)));
@@ -44,7 +44,7 @@ Command add_logits_command(CLI::App& app) {
   sub->add_option("--ids", args->ids, "Comma-separated token ids")->required();
   sub->add_flag("--all-positions", args->all_positions, "A row for every position (default: the last only)");
   sub->add_option("--out", args->out, "Output file")->required();
-  sub->add_option("--backend", args->backend, "cpu-ref (the scalar oracle)")->check(CLI::IsMember({"cpu-ref"}));
+  sub->add_option("--backend", args->backend, "Backend to evaluate with (default cpu-ref, the scalar oracle)");
   return {sub, [args] {
             if (auto written = write_logits(*args); !written) return report(written.error());
             return 0;

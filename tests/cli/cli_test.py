@@ -112,9 +112,10 @@ class Logits(unittest.TestCase):
     def test_bad_input_is_one_line_and_writes_nothing(self):
         model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
         out = os.path.join(ARGS.scratch, "bad.f32")
-        cases = [("151936", "outside the vocabulary"), ("1,x", "\"x\" is not a token id"), ("", "is not a token id")]
-        for ids, fragment in cases:
-            run = kipp("logits", "--model", model, "--ids", ids, "--out", out)
+        cases = [("151936", [], "outside the vocabulary"), ("1,x", [], "\"x\" is not a token id"),
+                 ("", [], "is not a token id"), ("1,2", ["--backend", "gpu9"], "unknown backend 'gpu9'")]
+        for ids, extra, fragment in cases:
+            run = kipp("logits", "--model", model, "--ids", ids, "--out", out, *extra)
             self.assertEqual(run.returncode, 1, run.stderr)
             self.assertIn(fragment, run.stderr)
             self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)

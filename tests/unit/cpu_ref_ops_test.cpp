@@ -112,5 +112,80 @@ TEST(CpuRefOps, SiluGatesTheUpProjection) {
   EXPECT_NEAR(out[2], -20.0 / (1.0 + std::exp(20.0)), 1e-12);
 }
 
+TEST(CpuRefOps, QkNormNormalizesEachHeadOnItsOwn) {
+  float heads[8] = {1, 1, 1, 1, 10, -10, 10, -10};  // root mean squares 1 and 10
+  const float weight[4] = {1, 2, 3, 4};
+  rms_norm_heads(heads, 2, 4, weight, 0.0f);
+  const float expected[8] = {1, 2, 3, 4, 1, -2, 3, -4};
+  for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(heads[i], expected[i]) << i;
+}
+
+TEST(CpuRefOps, RopeHeadsRotatesEveryHeadAlike) {
+  float heads[8] = {1, 2, 3, 4, 1, 2, 3, 4};
+  float single[4] = {1, 2, 3, 4};
+  rope_heads(heads, 2, 4, 7, 1e6f);
+  rope_neox(single, 4, 7, 1e6f);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(heads[i], single[i % 4]) << i;
+}
+
+// Rows of BF16 values for attention tests: `rows` rows of `width` values from value(row, column).
+template <class F>
+std::vector<std::vector<uint16_t>> bf16_rows(int rows, int width, F value) {
+  std::vector<std::vector<uint16_t>> out(rows, std::vector<uint16_t>(width));
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < width; ++c) out[r][c] = f32_to_bf16(value(r, c));
+  return out;
+}
+
+std::vector<const uint16_t*> pointers(const std::vector<std::vector<uint16_t>>& rows) {
+  std::vector<const uint16_t*> out;
+  for (const auto& r : rows) out.push_back(r.data());
+  return out;
+}
+
+TEST(CpuRefOps, AttentionWeighsValuesBySoftmaxOfScaledScores) {
+  // One head of dimension 4 (scale 1/2) over two positions: scores 0 and 2 * 1 / 2 = 1.
+  const float q[4] = {2, 0, 0, 0};
+  const auto keys = bf16_rows(2, 4, [](int r, int c) { return r == 1 && c == 0 ? 1.0f : 0.0f; });
+  const auto values = bf16_rows(2, 4, [](int r, int c) { return c == r ? 1.0f : 0.0f; });
+  const auto k = pointers(keys), v = pointers(values);
+  float scores[2], out[4];
+  attend_gqa(q, 1, 1, 4, k, v, scores, out);
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(out[0], 1 / (1 + e), 1e-7);
+  EXPECT_NEAR(out[1], e / (1 + e), 1e-7);
+  EXPECT_EQ(out[2], 0.0f);
+  // Causal: with only the first position visible, its value comes through whole.
+  attend_gqa(q, 1, 1, 4, std::span(k).first(1), std::span(v).first(1), scores, out);
+  EXPECT_EQ(out[0], 1.0f);
+  EXPECT_EQ(out[1], 0.0f);
+}
+
+TEST(CpuRefOps, GroupedQueryHeadsReadTheirKvHead) {
+  // Eight query heads over 8 / group KV heads; zero queries give uniform weights, so each head
+  // returns the mean of its KV head's values over three positions: 10 * kv_head + 1.
+  for (uint32_t group : {1u, 2u, 4u, 8u}) {
+    const uint32_t kv_heads = 8 / group, dim = 4;
+    const std::vector<float> q(8 * dim, 0.0f);
+    const auto keys = bf16_rows(3, kv_heads * dim, [](int r, int c) { return float(r - c % 3); });
+    const auto values = bf16_rows(3, kv_heads * dim, [](int r, int c) { return float(10 * (c / 4) + r); });
+    const auto k = pointers(keys), v = pointers(values);
+    float scores[3];
+    std::vector<float> out(8 * dim);
+    attend_gqa(q.data(), 8, kv_heads, dim, k, v, scores, out.data());
+    for (uint32_t h = 0; h < 8; ++h)
+      EXPECT_FLOAT_EQ(out[h * dim + 2], float(10 * (h / group) + 1)) << "group " << group << " head " << h;
+  }
+}
+
+TEST(CpuRefOps, ResidualAddsInPlace) {
+  float x[3] = {1, -2, 0.5f};
+  const float delta[3] = {0.25f, 2, -0.5f};
+  add_in_place(x, delta, 3);
+  EXPECT_EQ(x[0], 1.25f);
+  EXPECT_EQ(x[1], 0.0f);
+  EXPECT_EQ(x[2], 0.0f);
+}
+
 }  // namespace
 }  // namespace kipp::cpu_ref

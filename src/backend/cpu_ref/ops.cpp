@@ -1,5 +1,6 @@
 #include "backend/cpu_ref/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -89,6 +90,43 @@ void softmax(float* x, size_t n) {
 
 void silu_mul(const float* gate, const float* up, size_t n, float* out) {
   for (size_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void rms_norm_heads(float* heads, uint32_t count, uint32_t head_dim, const float* weight, float eps) {
+  for (uint32_t h = 0; h < count; ++h) rms_norm(heads + h * head_dim, weight, head_dim, eps, heads + h * head_dim);
+}
+
+void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t position, float theta) {
+  for (uint32_t h = 0; h < count; ++h) rope_neox(heads + h * head_dim, head_dim, position, theta);
+}
+
+void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
+                std::span<const uint16_t* const> keys, std::span<const uint16_t* const> values, float* scores,
+                float* out) {
+  const uint32_t group = q_heads / kv_heads;
+  const size_t positions = keys.size();
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  for (uint32_t h = 0; h < q_heads; ++h) {
+    const float* query = q + h * head_dim;
+    const uint32_t kv_offset = h / group * head_dim;
+    for (size_t p = 0; p < positions; ++p) {
+      const uint16_t* key = keys[p] + kv_offset;
+      float dot = 0.0f;
+      for (uint32_t i = 0; i < head_dim; ++i) dot += query[i] * bf16_to_f32(key[i]);
+      scores[p] = dot * scale;
+    }
+    softmax(scores, positions);
+    float* head_out = out + h * head_dim;
+    std::fill(head_out, head_out + head_dim, 0.0f);
+    for (size_t p = 0; p < positions; ++p) {
+      const uint16_t* value = values[p] + kv_offset;
+      for (uint32_t i = 0; i < head_dim; ++i) head_out[i] += scores[p] * bf16_to_f32(value[i]);
+    }
+  }
+}
+
+void add_in_place(float* x, const float* delta, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += delta[i];
 }
 
 }  // namespace kipp::cpu_ref

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "model/weights.h"
 
@@ -30,5 +31,22 @@ void softmax(float* x, size_t n);
 
 // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)).
 void silu_mul(const float* gate, const float* up, size_t n, float* out);
+
+// Q/K norm: RMSNorm of each of `count` heads of head_dim values in place, with one shared weight.
+void rms_norm_heads(float* heads, uint32_t count, uint32_t head_dim, const float* weight, float eps);
+
+// RoPE of each of `count` heads in place.
+void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t position, float theta);
+
+// Causal grouped-query attention of one position's queries. Query head h (of q_heads, head_dim
+// each) reads KV head h / (q_heads / kv_heads) of rows 0..keys.size()-1, each row holding
+// kv_heads x head_dim BF16 values. Scores are scaled by 1/sqrt(head_dim) and softmaxed in
+// `scores` (keys.size() floats of scratch); out gets q_heads x head_dim values.
+void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
+                std::span<const uint16_t* const> keys, std::span<const uint16_t* const> values, float* scores,
+                float* out);
+
+// The residual connection: x[i] += delta[i].
+void add_in_place(float* x, const float* delta, size_t n);
 
 }  // namespace kipp::cpu_ref

@@ -1,0 +1,26 @@
+#include "backend/backend.h"
+
+namespace kipp {
+
+Status destroy_backend(std::unique_ptr<BackendModel>& model) {
+  if (!model) return {};
+  if (const uint32_t live = model->live_sessions(); live > 0)
+    return fail("the ", model->name(), " model still has ", live, " live session", live == 1 ? "" : "s",
+                "; destroy them first");
+  model.reset();
+  return {};
+}
+
+std::span<const std::string_view> backend_names() {
+  static constexpr std::string_view names[] = {"cpu-ref"};
+  return names;
+}
+
+Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model) {
+  if (name == "cpu-ref") return create_cpu_ref_backend(model);
+  std::string known;
+  for (std::string_view n : backend_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+  return fail("unknown backend '", name, "' (this build has: ", known, ")");
+}
+
+}  // namespace kipp

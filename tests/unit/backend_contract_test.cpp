@@ -1,0 +1,369 @@
+// The backend contract, checked on every backend this build offers and on the synthetic
+// checkpoints: session lifecycle, paging through scrambled block tables (private and pooled),
+// cached decode against recomputation, multi-row logits, multi-item evaluation and the checks
+// that reject a bad call without changing any session.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/backend.h"
+#include "test_paths.h"
+
+namespace kipp {
+namespace {
+
+struct Case {
+  std::string backend;
+  std::string model;
+};
+
+void PrintTo(const Case& c, std::ostream* out) { *out << c.backend << " " << c.model; }
+
+double nmse(std::span<const float> a, std::span<const float> b) {
+  double error = 0, energy = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    error += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    energy += double(b[i]) * b[i];
+  }
+  return error / energy;
+}
+
+size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
+
+std::vector<uint32_t> prompt(size_t length, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint32_t> ids(length);
+  for (uint32_t& id : ids) id = rng() % 151643;
+  return ids;
+}
+
+class BackendContract : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    auto file = ModelFile::open(testing::test_models_dir() + "/" + GetParam().model + ".bf16.gguf");
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    file_ = std::move(file).value();
+    auto backend = create_backend(GetParam().backend, *file_);
+    ASSERT_TRUE(backend.ok()) << backend.error().message;
+    backend_ = std::move(backend).value();
+    vocab_ = file_->checkpoint().vocab();
+  }
+
+  std::unique_ptr<BackendSession> session(uint32_t capacity) {
+    auto created = backend_->create_session(capacity);
+    EXPECT_TRUE(created.ok()) << created.error().message;
+    return created.ok() ? std::move(created).value() : nullptr;
+  }
+
+  // Appends `tokens` to `s` through `table` and returns the logits of the last `rows` of them.
+  std::vector<float> eval(BackendSession& s, std::span<const uint32_t> tokens, uint32_t rows,
+                          std::span<const uint32_t> table = {}) {
+    std::vector<float> logits(size_t(rows) * vocab_);
+    EvalItem item{&s, tokens, s.length(), rows, logits.data(), table};
+    const Status status = backend_->eval(std::span(&item, 1));
+    EXPECT_TRUE(status.ok()) << status.error().message;
+    return logits;
+  }
+
+  // One token per eval call (the decode path); logits of the last `keep` positions, in order.
+  std::vector<float> decode_each(BackendSession& s, std::span<const uint32_t> tokens,
+                                 std::span<const uint32_t> table = {}, size_t keep = SIZE_MAX) {
+    std::vector<float> kept;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      const uint32_t rows = tokens.size() - i <= keep ? 1 : 0;
+      const std::vector<float> logits = eval(s, tokens.subspan(i, 1), rows, table);
+      kept.insert(kept.end(), logits.begin(), logits.end());
+    }
+    return kept;
+  }
+
+  std::span<const float> row(const std::vector<float>& logits, size_t r) const {
+    return std::span(logits).subspan(r * vocab_, vocab_);
+  }
+
+  std::unique_ptr<ModelFile> file_;
+  std::unique_ptr<BackendModel> backend_;
+  uint32_t vocab_ = 0;
+};
+
+TEST_P(BackendContract, CapacityIsCheckedAtCreation) {
+  EXPECT_FALSE(backend_->create_session(0).ok());
+  EXPECT_FALSE(backend_->create_session(file_->checkpoint().context + 1).ok());
+  auto full = backend_->create_session(file_->checkpoint().context);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(full.value()->capacity(), file_->checkpoint().context);
+  EXPECT_EQ(full.value()->length(), 0u);
+}
+
+TEST_P(BackendContract, ZeroOneAndManyTokenAppends) {
+  auto s = session(64);
+  const std::vector<uint32_t> ids = prompt(10, 1);
+  EvalItem nothing{s.get(), {}, 0, 0, nullptr, {}};
+  ASSERT_TRUE(backend_->eval(std::span(&nothing, 1)).ok());
+  EXPECT_EQ(s->length(), 0u);
+  eval(*s, std::span(ids).first(1), 1);
+  EXPECT_EQ(s->length(), 1u);
+  const std::vector<float> many = eval(*s, std::span(ids).subspan(1), 1);
+  EXPECT_EQ(s->length(), 10u);
+  auto fresh = session(64);
+  EXPECT_EQ(eval(*fresh, ids, 1), many);
+}
+
+TEST_P(BackendContract, ExactCapacityFillsAndOverflowChangesNothing) {
+  const std::vector<uint32_t> ids = prompt(41, 2);
+  auto s = session(40);
+  const std::vector<float> last = eval(*s, std::span(ids).first(40), 1);
+  EXPECT_EQ(s->length(), 40u);
+  std::vector<float> logits(vocab_);
+  EvalItem overflow{s.get(), std::span(ids).subspan(40), 40, 1, logits.data(), {}};
+  const Status refused = backend_->eval(std::span(&overflow, 1));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("capacity"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(s->length(), 40u);
+  // The cache is untouched: truncating one position and re-evaluating it reproduces the last row.
+  ASSERT_TRUE(s->truncate(39).ok());
+  EXPECT_EQ(eval(*s, std::span(ids).subspan(39, 1), 1), last);
+}
+
+TEST_P(BackendContract, ResetAndTruncateRewindTheTimeline) {
+  const std::vector<uint32_t> a = prompt(50, 3), b = prompt(50, 4);
+  auto reference = session(100);
+  const std::vector<float> expected = eval(*reference, a, 1);
+  auto s = session(100);
+  eval(*s, b, 1);
+  s->reset();
+  EXPECT_EQ(s->length(), 0u);
+  EXPECT_EQ(eval(*s, a, 1), expected);
+  EXPECT_FALSE(s->truncate(51).ok());
+  EXPECT_EQ(s->length(), 50u);
+  ASSERT_TRUE(s->truncate(20).ok());  // back into the first block, then regrow past it
+  EXPECT_EQ(eval(*s, std::span(a).subspan(20), 1), expected);
+  ASSERT_TRUE(s->truncate(50).ok());
+  ASSERT_TRUE(s->truncate(0).ok());
+  EXPECT_EQ(eval(*s, a, 1), expected);
+}
+
+TEST_P(BackendContract, SessionsAreIndependent) {
+  const std::vector<uint32_t> a = prompt(36, 5), b = prompt(36, 6);
+  auto alone_a = session(64), alone_b = session(64);
+  const std::vector<float> expect_a = decode_each(*alone_a, a, {}, 3), expect_b = decode_each(*alone_b, b, {}, 3);
+  auto s_a = session(64), s_b = session(64);
+  std::vector<float> got_a, got_b;
+  for (size_t i = 0; i < 36; ++i) {  // interleaved, one token each
+    const uint32_t rows = i >= 33 ? 1 : 0;
+    const std::vector<float> ra = eval(*s_a, std::span(a).subspan(i, 1), rows);
+    const std::vector<float> rb = eval(*s_b, std::span(b).subspan(i, 1), rows);
+    got_a.insert(got_a.end(), ra.begin(), ra.end());
+    got_b.insert(got_b.end(), rb.begin(), rb.end());
+  }
+  EXPECT_EQ(got_a, expect_a);
+  EXPECT_EQ(got_b, expect_b);
+}
+
+TEST_P(BackendContract, ScrambledPrivateBlockTableIsBitwiseIdentical) {
+  // 100 positions fill 4 blocks, the last partly: a 70-token prefill, then 30 decode steps.
+  const std::vector<uint32_t> ids = prompt(100, 7);
+  const std::vector<uint32_t> scrambled = {2, 0, 3, 1};
+  std::vector<float> runs[2];
+  for (int run = 0; run < 2; ++run) {
+    const std::span<const uint32_t> table = run == 0 ? std::span<const uint32_t>() : scrambled;
+    auto s = session(128);
+    runs[run] = eval(*s, std::span(ids).first(70), 2, table);
+    const std::vector<float> decoded = decode_each(*s, std::span(ids).subspan(70), table, 4);
+    runs[run].insert(runs[run].end(), decoded.begin(), decoded.end());
+  }
+  EXPECT_EQ(runs[1], runs[0]);
+}
+
+TEST_P(BackendContract, PooledSessionsShareOneStoreThroughTheirTables) {
+  const std::vector<uint32_t> a = prompt(100, 8), b = prompt(70, 9);
+  auto private_a = session(128), private_b = session(128);
+  const std::vector<float> expect_a = eval(*private_a, a, 4), expect_b = eval(*private_b, b, 3);
+  ASSERT_TRUE(backend_->create_kv_pool(10).ok());
+  EXPECT_FALSE(backend_->create_kv_pool(10).ok());
+  auto pa = backend_->create_pooled_session(128), pb = backend_->create_pooled_session(128);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  const std::vector<uint32_t> table_a = {7, 2, 9, 0}, table_b = {5, 1, 8};
+  // Both in one call, through tables that interleave their blocks in the pool.
+  std::vector<float> got_a(size_t(4) * vocab_), got_b(size_t(3) * vocab_);
+  EvalItem both[2] = {{pa.value().get(), a, 0, 4, got_a.data(), table_a},
+                      {pb.value().get(), b, 0, 3, got_b.data(), table_b}};
+  ASSERT_TRUE(backend_->eval(both).ok());
+  EXPECT_EQ(got_a, expect_a);
+  EXPECT_EQ(got_b, expect_b);
+  // A third session adopts a's first two full blocks (a shared prefix) and continues in its own.
+  auto pc = backend_->create_pooled_session(128);
+  ASSERT_TRUE(pc.ok());
+  const std::vector<uint32_t> table_c = {7, 2, 3, 4};
+  ASSERT_TRUE(pc.value()->adopt_prefix(64).ok());
+  EXPECT_EQ(pc.value()->length(), 64u);
+  EXPECT_EQ(eval(*pc.value(), std::span(a).subspan(64), 4, table_c), expect_a);
+  // A session writing a block that another item of the same call reads is refused, whole.
+  auto pd = backend_->create_pooled_session(128);
+  ASSERT_TRUE(pd.ok());
+  ASSERT_TRUE(pa.value()->truncate(99).ok());
+  std::vector<float> a_next(vocab_), d_out(vocab_);
+  const std::vector<uint32_t> table_d = {7};
+  EvalItem items[2] = {{pa.value().get(), std::span(a).subspan(99), 99, 1, a_next.data(), table_a},
+                       {pd.value().get(), std::span(b).first(10), 0, 1, d_out.data(), table_d}};
+  const Status clash = backend_->eval(items);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message.find("block 7"), std::string::npos) << clash.error().message;
+  EXPECT_EQ(pd.value()->length(), 0u);
+  EXPECT_EQ(pa.value()->length(), 99u);
+}
+
+TEST_P(BackendContract, AdoptingAPrefixIsCheckedAndPooledOnly) {
+  ASSERT_TRUE(backend_->create_kv_pool(4).ok());
+  auto pooled = backend_->create_pooled_session(64);
+  ASSERT_TRUE(pooled.ok());
+  EXPECT_FALSE(pooled.value()->adopt_prefix(33).ok());  // not whole blocks
+  EXPECT_FALSE(pooled.value()->adopt_prefix(96).ok());  // beyond capacity
+  ASSERT_TRUE(pooled.value()->adopt_prefix(32).ok());
+  EXPECT_FALSE(pooled.value()->adopt_prefix(32).ok());  // only into an empty session
+  auto own = session(64);
+  EXPECT_FALSE(own->adopt_prefix(32).ok());
+  EXPECT_EQ(own->length(), 0u);
+}
+
+TEST_P(BackendContract, BlockTableErrorsChangeNothing) {
+  const std::vector<uint32_t> ids = prompt(40, 11);
+  ASSERT_TRUE(backend_->create_kv_pool(4).ok());
+  auto pooled = backend_->create_pooled_session(128);
+  ASSERT_TRUE(pooled.ok());
+  std::vector<float> logits(vocab_);
+  const std::vector<uint32_t> too_short = {0}, out_of_range = {0, 4}, repeated = {1, 1};
+  for (auto [table, needle] : std::vector<std::pair<std::span<const uint32_t>, std::string>>{
+           {{}, "needs a block table"},
+           {too_short, "entries"},
+           {out_of_range, "the store has 4"},
+           {repeated, "appears twice"}}) {
+    EvalItem item{pooled.value().get(), ids, 0, 1, logits.data(), table};
+    const Status status = backend_->eval(std::span(&item, 1));
+    ASSERT_FALSE(status.ok()) << needle;
+    EXPECT_NE(status.error().message.find(needle), std::string::npos) << status.error().message;
+    EXPECT_EQ(pooled.value()->length(), 0u);
+  }
+  auto s = session(64);
+  const std::vector<uint32_t> bad_token = {uint32_t(vocab_)};
+  EvalItem wrong_start{s.get(), ids, 3, 1, logits.data(), {}};
+  EvalItem outside_vocab{s.get(), bad_token, 0, 1, logits.data(), {}};
+  EvalItem too_many_rows{s.get(), std::span(ids).first(2), 0, 3, logits.data(), {}};
+  EvalItem no_buffer{s.get(), ids, 0, 1, nullptr, {}};
+  EvalItem no_session{nullptr, ids, 0, 1, logits.data(), {}};
+  for (EvalItem bad : {wrong_start, outside_vocab, too_many_rows, no_buffer, no_session}) {
+    // A valid item before the bad one must not run either.
+    auto other = session(64);
+    EvalItem items[2] = {{other.get(), ids, 0, 1, logits.data(), {}}, bad};
+    EXPECT_FALSE(backend_->eval(items).ok());
+    EXPECT_EQ(other->length(), 0u);
+    EXPECT_EQ(s->length(), 0u);
+  }
+  EvalItem twice[2] = {{s.get(), ids, 0, 1, logits.data(), {}}, {s.get(), ids, 0, 1, logits.data(), {}}};
+  EXPECT_FALSE(backend_->eval(twice).ok());
+  EXPECT_EQ(s->length(), 0u);
+}
+
+TEST_P(BackendContract, CachedDecodeEqualsRecomputation) {
+  const std::vector<uint32_t> ids = prompt(66, 12);
+  const std::vector<size_t> checked = {0, 1, 6, 31, 32, 33, 63, 64, 65};  // around block edges
+  auto s = session(66);
+  for (size_t p = 0; p < ids.size(); ++p) {
+    const bool check = std::find(checked.begin(), checked.end(), p) != checked.end();
+    const std::vector<float> decoded = eval(*s, std::span(ids).subspan(p, 1), check ? 1 : 0);
+    if (!check) continue;
+    auto fresh = session(66);
+    const std::vector<float> recomputed = eval(*fresh, std::span(ids).first(p + 1), 1);
+    EXPECT_EQ(argmax(decoded), argmax(recomputed)) << "position " << p;
+    EXPECT_LE(nmse(decoded, recomputed), 1e-6) << "position " << p;
+  }
+}
+
+TEST_P(BackendContract, MultiRowLogitsEqualPositionByPosition) {
+  const std::vector<uint32_t> ids = prompt(34, 13);
+  auto one_by_one = session(64);
+  const std::vector<float> expected = decode_each(*one_by_one, ids);
+  auto s = session(64);
+  const std::vector<float> last_five = eval(*s, ids, 5);
+  EXPECT_TRUE(std::equal(last_five.begin(), last_five.end(), expected.end() - 5 * vocab_));
+  auto all = session(64);
+  EXPECT_EQ(eval(*all, ids, 34), expected);
+}
+
+TEST_P(BackendContract, MultiItemEvalEqualsEachAlone) {
+  // Different sessions, lengths and shapes: a fresh prefill, a decode token after 20, a 10-token
+  // chunk with 3 rows after 33, and a decode token at a block boundary after 64.
+  const std::vector<uint32_t> a = prompt(40, 14), b = prompt(21, 15), c = prompt(43, 16), d = prompt(65, 17);
+  struct Plan {
+    const std::vector<uint32_t>& ids;
+    uint32_t before, rows;
+  };
+  const Plan plans[] = {{a, 0, 1}, {b, 20, 1}, {c, 33, 3}, {d, 64, 1}};
+  std::vector<std::vector<float>> alone;
+  std::vector<std::unique_ptr<BackendSession>> sessions;
+  std::vector<EvalItem> items;
+  std::vector<std::vector<float>> together;
+  for (const Plan& plan : plans) {
+    auto solo = session(128);
+    if (plan.before) eval(*solo, std::span(plan.ids).first(plan.before), 1);
+    alone.push_back(eval(*solo, std::span(plan.ids).subspan(plan.before), plan.rows));
+    sessions.push_back(session(128));
+    if (plan.before) eval(*sessions.back(), std::span(plan.ids).first(plan.before), 1);
+    together.emplace_back(size_t(plan.rows) * vocab_);
+  }
+  for (size_t i = 0; i < std::size(plans); ++i)
+    items.push_back({sessions[i].get(), std::span(plans[i].ids).subspan(plans[i].before), plans[i].before,
+                     plans[i].rows, together[i].data(), {}});
+  ASSERT_TRUE(backend_->eval(items).ok());
+  for (size_t i = 0; i < std::size(plans); ++i) EXPECT_EQ(together[i], alone[i]) << "item " << i;
+}
+
+TEST_P(BackendContract, DestroyingAModelWithLiveSessionsIsAnError) {
+  auto s = session(64);
+  auto t = session(64);
+  EXPECT_EQ(backend_->live_sessions(), 2u);
+  const Status refused = destroy_backend(backend_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("2 live sessions"), std::string::npos) << refused.error().message;
+  ASSERT_NE(backend_, nullptr);
+  eval(*s, prompt(3, 18), 1);  // still usable
+  t.reset();
+  s.reset();
+  EXPECT_EQ(backend_->live_sessions(), 0u);
+  EXPECT_TRUE(destroy_backend(backend_).ok());
+  EXPECT_EQ(backend_, nullptr);
+}
+
+TEST_P(BackendContract, SessionsOutliveADestroyedModelSafely) {
+  ASSERT_TRUE(backend_->create_kv_pool(4).ok());
+  auto s = session(64);
+  auto pooled = backend_->create_pooled_session(64);
+  ASSERT_TRUE(pooled.ok());
+  eval(*s, prompt(5, 19), 1);
+  backend_.reset();  // regardless of the sessions
+  EXPECT_EQ(s->length(), 5u);
+  EXPECT_TRUE(s->truncate(2).ok());
+  s->reset();
+  EXPECT_EQ(pooled.value()->store_blocks(), 4u);
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> all;
+  for (std::string_view backend : backend_names())
+    for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) all.push_back({std::string(backend), model});
+  return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           std::string name = param_info.param.backend + "_" + param_info.param.model;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace kipp
