@@ -12,11 +12,13 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model) {
 }
 
 std::span<const std::string_view> backend_names() {
-  static constexpr std::string_view names[] = {"cpu-ref"};
+  static constexpr std::string_view names[] = {"cpu", "cpu-ref"};
   return names;
 }
 
-Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model) {
+Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model,
+                                                     const BackendOptions& options) {
+  if (name == "cpu") return create_cpu_backend(model, options.threads);
   if (name == "cpu-ref") return create_cpu_ref_backend(model);
   std::string known;
   for (std::string_view n : backend_names()) known += (known.empty() ? "" : ", ") + std::string(n);

@@ -78,8 +78,17 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model);
 // The readable scalar oracle: FP32 activations, sequential FP32 accumulation, BF16 KV.
 Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model);
 
-// The backends this build offers, by the names the CLI's --backend takes.
+// The fast CPU backend: SIMD kernels chosen at load (KIPP_CPU_ISA forces a set) on `threads`
+// threads (0: one per physical core).
+Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, unsigned threads);
+
+struct BackendOptions {
+  unsigned threads = 0;  // CPU threads; 0 = one per physical core
+};
+
+// The backends this build offers, by the names the CLI's --backend takes; the first is the default.
 std::span<const std::string_view> backend_names();
-Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model);
+Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model,
+                                                     const BackendOptions& options = {});
 
 }  // namespace kipp

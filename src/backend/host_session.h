@@ -58,4 +58,21 @@ class HostSessions {
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
 };
 
+// The part of a CPU backend model that is only session bookkeeping.
+class HostBackendModel : public BackendModel {
+ public:
+  explicit HostBackendModel(const Checkpoint& checkpoint) : sessions_(checkpoint) {}
+  Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
+    return sessions_.create(capacity);
+  }
+  Status create_kv_pool(uint32_t blocks) override { return sessions_.create_pool(blocks); }
+  Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) override {
+    return sessions_.create_pooled(capacity);
+  }
+  uint32_t live_sessions() const override { return sessions_.live(); }
+
+ private:
+  HostSessions sessions_;
+};
+
 }  // namespace kipp

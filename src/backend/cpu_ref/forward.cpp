@@ -30,23 +30,16 @@ struct KvRows {
   }
 };
 
-class Model final : public BackendModel {
+class Model final : public HostBackendModel {
  public:
   explicit Model(const ModelFile& file)
-      : c_(file.checkpoint()), w_(file.weights()), sessions_(c_), checker_(c_.vocab()), x_(c_.hidden),
+      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), w_(file.weights()), checker_(c_.vocab()),
+        x_(c_.hidden),
         x_norm_(c_.hidden), q_(c_.attention_width()), k_(c_.kv_width()), v_(c_.kv_width()),
         attention_(c_.attention_width()), projected_(c_.hidden), gate_(c_.ffn), up_(c_.ffn), scores_(c_.context),
         keys_(c_.context), values_(c_.context) {}
 
   std::string name() const override { return "cpu-ref"; }
-  Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
-    return sessions_.create(capacity);
-  }
-  Status create_kv_pool(uint32_t blocks) override { return sessions_.create_pool(blocks); }
-  Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) override {
-    return sessions_.create_pooled(capacity);
-  }
-  uint32_t live_sessions() const override { return sessions_.live(); }
 
   Status eval(std::span<EvalItem> items) override {
     KIPP_TRY(checker_.check(items));
@@ -121,7 +114,6 @@ class Model final : public BackendModel {
 
   const Checkpoint& c_;
   const ModelWeights& w_;
-  HostSessions sessions_;
   EvalChecker checker_;
   // Scratch, allocated once: residual, normed input, q/k/v, attention output, projections, FFN,
   // attention scores and the KV row pointers of the current layer.

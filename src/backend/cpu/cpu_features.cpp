@@ -1,0 +1,77 @@
+#include "backend/cpu/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace kipp::cpu {
+namespace {
+
+// The register state the operating system saves on a context switch (XCR0), or 0 without XSAVE.
+unsigned saved_state() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || !(ecx & bit_OSXSAVE)) return 0;
+  unsigned lo, hi;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  (void)hi;
+  return lo;
+}
+
+bool os_saves_ymm_state() { return (saved_state() & 0x6) == 0x6; }               // XMM, YMM
+bool os_saves_zmm_state() { return (saved_state() & 0xe6) == 0xe6; }             // + opmask, ZMM
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::portable: return "portable";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa detected_isa() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::portable;
+  const bool fma = ecx & bit_FMA, f16c = ecx & bit_F16C;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::portable;
+  const bool avx2 = ebx & bit_AVX2;
+  const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ);
+  if (avx512 && fma && f16c && os_saves_zmm_state()) return Isa::avx512;
+  if (avx2 && fma && f16c && os_saves_ymm_state()) return Isa::avx2;
+  return Isa::portable;
+}
+
+Result<Isa> chosen_isa() {
+  const Isa best = detected_isa();
+  const char* forced = std::getenv("KIPP_CPU_ISA");
+  if (!forced || !*forced) return best;
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    if (isa_name(isa) != forced) continue;
+    if (int(isa) > int(best))
+      return fail("KIPP_CPU_ISA=", forced, ": this processor supports up to ", isa_name(best));
+    return isa;
+  }
+  return fail("KIPP_CPU_ISA=", forced, ": expected portable, avx2 or avx512");
+}
+
+unsigned physical_cores() {
+  std::set<std::pair<std::string, std::string>> cores;
+  const unsigned logical = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned cpu = 0; cpu < logical; ++cpu) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream package(base + "physical_package_id"), core(base + "core_id");
+    std::string p, c;
+    if (!(package >> p) || !(core >> c)) return logical;
+    cores.insert({p, c});
+  }
+  return cores.empty() ? logical : unsigned(cores.size());
+}
+
+}  // namespace kipp::cpu

@@ -1,0 +1,23 @@
+// Which kernel set the fast CPU backend runs, chosen once at model load from what the processor
+// supports, or forced with KIPP_CPU_ISA=portable|avx2|avx512 (to exercise every path on one
+// machine). A binary built anywhere runs everywhere: only the chosen set's instructions execute.
+#pragma once
+
+#include <string_view>
+
+#include "util/error.h"
+
+namespace kipp::cpu {
+
+enum class Isa { portable, avx2, avx512 };
+
+std::string_view isa_name(Isa isa);
+// The best set this processor supports (avx512 needs F, BW, VL and DQ; avx2 needs AVX2 and FMA).
+Isa detected_isa();
+// detected_isa(), unless KIPP_CPU_ISA names another; asking for a set the processor lacks is an error.
+Result<Isa> chosen_isa();
+
+// Physical cores (not hardware threads), from Linux's CPU topology; at least 1.
+unsigned physical_cores();
+
+}  // namespace kipp::cpu

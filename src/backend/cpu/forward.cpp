@@ -1,0 +1,275 @@
+// cpu: the fast CPU backend. The same nine steps as cpu-ref, over a batch of tokens at once (all
+// items of an eval call packed together, up to kMaxBatchTokens per pass), so every weight matrix
+// is streamed once per pass for all of them. Matrix products and attention run in the kernel set
+// chosen at load (kernels.h) on a persistent thread pool; each output element is computed by one
+// thread in one fixed order, so results do not depend on batching, chunking or thread count.
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/cpu_ref/ops.h"
+#include "backend/eval_checks.h"
+#include "backend/host_session.h"
+#include "quant/float_formats.h"
+
+namespace kipp::cpu {
+namespace {
+
+// Tokens per pass: enough to amortize each weight read over a prefill tile, small enough that
+// the activations stay within a few MiB.
+constexpr uint32_t kMaxBatchTokens = 128;
+
+const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
+
+// An activation matrix: `rows` rows of `width` floats, with the row pointers the kernels write to.
+struct Activations {
+  Activations(uint32_t rows, uint32_t width_) : width(width_), values(size_t(rows) * width_), row_pointers(rows) {
+    for (uint32_t r = 0; r < rows; ++r) row_pointers[r] = row(r);
+  }
+  float* row(uint32_t r) { return values.data() + size_t(r) * width; }
+  uint32_t width;
+  std::vector<float> values;
+  std::vector<float*> row_pointers;
+};
+
+// One token of the current pass: where it comes from and where its results go.
+struct BatchToken {
+  HostSession* session;
+  const uint32_t* table;  // null for identity
+  uint32_t token, position;
+  float* logits;          // null when no logits are wanted for it
+};
+
+class Model final : public HostBackendModel {
+ public:
+  Model(const ModelFile& file, const Kernels& kernels, unsigned threads)
+      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), w_(file.weights()), k_(kernels), pool_(threads),
+        checker_(c_.vocab()),
+        x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden),
+        q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
+        v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width()),
+        projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn), up_(kMaxBatchTokens, c_.ffn),
+        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), scratch_(pool_.size() * 32),
+        inverse_frequency_(c_.head_dim() / 2) {
+    batch_.reserve(kMaxBatchTokens);
+    for (uint32_t i = 0; i < c_.head_dim() / 2; ++i)
+      inverse_frequency_[i] = std::pow(double(c_.rope_theta), -2.0 * double(i) / double(c_.head_dim()));
+  }
+
+  std::string name() const override { return "cpu"; }
+
+  Status eval(std::span<EvalItem> items) override {
+    KIPP_TRY(checker_.check(items));
+    batch_.clear();
+    for (EvalItem& item : items) {
+      auto* session = static_cast<HostSession*>(item.session);
+      const uint32_t count = uint32_t(item.tokens.size()), first_row = count - item.logit_rows;
+      for (uint32_t i = 0; i < count; ++i) {
+        float* logits = i >= first_row ? item.logits + size_t(i - first_row) * c_.vocab() : nullptr;
+        batch_.push_back({session, item.block_table.empty() ? nullptr : item.block_table.data(), item.tokens[i],
+                          item.start_position + i, logits});
+        if (batch_.size() == kMaxBatchTokens) run_pass();
+      }
+    }
+    if (!batch_.empty()) run_pass();
+    for (EvalItem& item : items)
+      static_cast<HostSession*>(item.session)->set_length(item.start_position + uint32_t(item.tokens.size()));
+    return {};
+  }
+
+ private:
+  uint32_t batch_size() const { return uint32_t(batch_.size()); }
+
+  // Every token of the batch through every layer, then logits for the tokens that want them.
+  void run_pass() {
+    const uint32_t n = batch_size();
+    for (uint32_t t = 0; t < n; ++t) {
+      widen_embedding(batch_[t].token, x_.row(t));
+      rope_angles(batch_[t].position, rope_.row(t));
+    }
+    for (uint32_t l = 0; l < c_.layers; ++l) layer(l, w_.layers[l]);
+    output_logits();
+    batch_.clear();
+  }
+
+  void layer(uint32_t l, const LayerWeights& w) {
+    const float eps = c_.rms_norm_eps();
+    for_tokens([&](uint32_t t) { cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t)); });
+    matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});
+    for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });
+    attend(l);
+    matmuls({{&w.attn_output, &attention_, &projected_}});
+    for_tokens([&](uint32_t t) {
+      cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
+      cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));
+    });
+    gated_ffn_up(w);
+    matmuls({{&w.ffn_down, &gate_, &projected_}});
+    for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });
+  }
+
+  // Q/K norm and RoPE of one token, then its K and V into its session's cache as BF16.
+  void prepare_qkv(uint32_t l, const LayerWeights& w, uint32_t t) {
+    const uint32_t dim = c_.head_dim();
+    const float eps = c_.rms_norm_eps();
+    cpu_ref::rms_norm_heads(q_.row(t), c_.q_heads, dim, as_f32(w.attn_q_norm), eps);
+    cpu_ref::rms_norm_heads(k_new_.row(t), c_.kv_heads(), dim, as_f32(w.attn_k_norm), eps);
+    rotate(q_.row(t), c_.q_heads, rope_.row(t));
+    rotate(k_new_.row(t), c_.kv_heads(), rope_.row(t));
+    const BatchToken& token = batch_[t];
+    KvStore& store = token.session->store();
+    const uint32_t block = token.table ? token.table[token.position / kKvBlockTokens] : token.position / kKvBlockTokens;
+    uint16_t* k = store.k_row(l, block, token.position % kKvBlockTokens);
+    uint16_t* v = store.v_row(l, block, token.position % kKvBlockTokens);
+    for (uint32_t i = 0; i < c_.kv_width(); ++i) {
+      k[i] = f32_to_bf16(k_new_.row(t)[i]);
+      v[i] = f32_to_bf16(v_new_.row(t)[i]);
+    }
+  }
+
+  // The cos and sin of every rotary pair at one position, computed as cpu-ref does (in double).
+  void rope_angles(uint32_t position, float* cos_sin) const {
+    const uint32_t half = c_.head_dim() / 2;
+    for (uint32_t i = 0; i < half; ++i) {
+      const double angle = double(position) * inverse_frequency_[i];
+      cos_sin[i] = float(std::cos(angle));
+      cos_sin[half + i] = float(std::sin(angle));
+    }
+  }
+
+  void rotate(float* heads, uint32_t count, const float* cos_sin) const {
+    const uint32_t dim = c_.head_dim(), half = dim / 2;
+    for (uint32_t h = 0; h < count; ++h) {
+      float* head = heads + h * dim;
+      for (uint32_t i = 0; i < half; ++i) {
+        const float a = head[i], b = head[i + half];
+        head[i] = a * cos_sin[i] - b * cos_sin[half + i];
+        head[i + half] = b * cos_sin[i] + a * cos_sin[half + i];
+      }
+    }
+  }
+
+  // Every (token, KV head) pair is one attention job; threads take contiguous runs of them.
+  void attend(uint32_t l) {
+    const uint32_t groups = c_.kv_heads(), group_heads = c_.q_heads / groups, dim = c_.head_dim();
+    const uint32_t jobs = batch_size() * groups;
+    pool_.run([&](unsigned index, unsigned count) {
+      const Range range = split(jobs, index, count);
+      for (uint32_t job = range.begin; job < range.end; ++job) {
+        const uint32_t t = job / groups, g = job % groups;
+        const BatchToken& token = batch_[t];
+        KvStore& store = token.session->store();
+        AttentionArgs args{q_.row(t) + g * group_heads * dim, group_heads, dim, store.k_row(l, 0, 0),
+                           store.v_row(l, 0, 0), size_t(kKvBlockTokens) * c_.kv_width(), g * dim, token.table,
+                           token.position + 1, 1.0f / std::sqrt(float(dim)),
+                           attention_.row(t) + g * group_heads * dim, scratch_.data() + index * 32};
+        k_.attention(args);
+      }
+    });
+  }
+
+  struct Product {
+    const WeightView* weight;
+    Activations* in;
+    Activations* out;
+  };
+
+  // Matrix products over the whole batch, every thread taking its share of each one's rows.
+  void matmuls(std::initializer_list<Product> products) {
+    const float* table = fp16_table();
+    pool_.run([&](unsigned index, unsigned count) {
+      for (const Product& p : products) {
+        const Range rows = split(uint32_t(p.weight->rows), index, count, 16);
+        if (rows.begin == rows.end) continue;
+        k_.matmul({p.weight, p.in->values.data(), p.in->width, batch_size(), p.out->row_pointers.data(), rows.begin,
+                   rows.end, table});
+      }
+    });
+  }
+
+  // gate and up for each thread's rows, then silu(gate) * up on those same rows.
+  void gated_ffn_up(const LayerWeights& w) {
+    const float* table = fp16_table();
+    const uint32_t n = batch_size();
+    pool_.run([&](unsigned index, unsigned count) {
+      const Range rows = split(c_.ffn, index, count, 16);
+      if (rows.begin == rows.end) return;
+      k_.matmul({&w.ffn_gate, x_norm_.values.data(), c_.hidden, n, gate_.row_pointers.data(), rows.begin, rows.end,
+                 table});
+      k_.matmul({&w.ffn_up, x_norm_.values.data(), c_.hidden, n, up_.row_pointers.data(), rows.begin, rows.end,
+                 table});
+      for (uint32_t t = 0; t < n; ++t)
+        cpu_ref::silu_mul(gate_.row(t) + rows.begin, up_.row(t) + rows.begin, rows.end - rows.begin,
+                          gate_.row(t) + rows.begin);
+    });
+  }
+
+  // Final norm of the tokens that want logits, gathered, then the output head into their buffers.
+  void output_logits() {
+    uint32_t rows = 0;
+    for (const BatchToken& token : batch_) {
+      if (!token.logits) continue;
+      cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
+                        c_.rms_norm_eps(), x_norm_.row(rows));
+      logit_rows_[rows++] = token.logits;
+    }
+    if (rows == 0) return;
+    const float* table = fp16_table();
+    pool_.run([&](unsigned index, unsigned count) {
+      const Range range = split(c_.vocab(), index, count, 16);
+      if (range.begin == range.end) return;
+      k_.matmul({&w_.lm_head, x_norm_.values.data(), c_.hidden, rows, logit_rows_.data(), range.begin, range.end,
+                 table});
+    });
+  }
+
+  void widen_embedding(uint32_t token, float* out) const { cpu_ref::widen_row(w_.token_embedding, token, out); }
+
+  template <class PerToken>
+  void for_tokens(const PerToken& per_token) {
+    const uint32_t n = batch_size();
+    pool_.run([&](unsigned index, unsigned count) {
+      const Range range = split(n, index, count);
+      for (uint32_t t = range.begin; t < range.end; ++t) per_token(t);
+    });
+  }
+
+  const Checkpoint& c_;
+  const ModelWeights& w_;
+  const Kernels& k_;
+  ThreadPool pool_;
+  EvalChecker checker_;
+  // Activations of the current pass, allocated once.
+  Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
+  std::vector<float*> logit_rows_;
+  std::vector<float> scratch_;  // 32 attention scores per thread
+  std::vector<double> inverse_frequency_;
+  std::vector<BatchToken> batch_;
+};
+
+const Kernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return avx512_kernels();
+    case Isa::avx2: return avx2_kernels();
+    case Isa::portable: break;
+  }
+  return portable_kernels();
+}
+
+}  // namespace
+}  // namespace kipp::cpu
+
+namespace kipp {
+
+Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, unsigned threads) {
+  KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa());
+  if (threads == 0) threads = cpu::physical_cores();
+  if (threads > 256) return fail("--threads ", threads, " is more than 256");
+  return std::unique_ptr<BackendModel>(new cpu::Model(model, cpu::kernels_for(isa), threads));
+}
+
+}  // namespace kipp

@@ -1,0 +1,18 @@
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
+#include "quant/float_formats.h"
+
+namespace kipp::cpu {
+
+const float* fp16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> values(65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits) values[bits] = fp16_to_f32(uint16_t(bits));
+    return values;
+  }();
+  return table.data();
+}
+
+}  // namespace kipp::cpu

@@ -1,0 +1,11 @@
+// The avx512 kernel set: 16-float vectors, 4 x 6 register tiles (flags in src/CMakeLists.txt).
+#define KIPP_KERNEL_NS avx512
+#define KIPP_KERNEL_NAME "avx512"
+#define KIPP_LANES 16
+#define KIPP_TILE_ROWS 4
+#define KIPP_TILE_TOKENS 6
+#include "backend/cpu/kernels_impl.h"
+
+namespace kipp::cpu {
+const Kernels& avx512_kernels() { return avx512::kernels(); }
+}  // namespace kipp::cpu
