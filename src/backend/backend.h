@@ -59,6 +59,8 @@ class BackendModel {
  public:
   virtual ~BackendModel() = default;
   virtual std::string name() const = 0;
+  // The name plus what was chosen at load (kernel set, threads), for reports.
+  virtual std::string describe() const { return name(); }
   // A session with a private store of `capacity` positions (1..context), allocated once.
   virtual Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) = 0;
   // The model's shared KV pool of `blocks` 32-position blocks, allocated once; at most one.
@@ -67,6 +69,8 @@ class BackendModel {
   virtual Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) = 0;
   // Evaluates every item; an invalid item fails the call before any session changes.
   virtual Status eval(std::span<EvalItem> items) = 0;
+  // Bytes of weights the backend copied into memory of its own (0 when it reads the mapping).
+  virtual uint64_t copied_weight_bytes() const { return 0; }
   // Sessions created by this model and not yet destroyed.
   virtual uint32_t live_sessions() const = 0;
 };

@@ -95,13 +95,21 @@ Status AtomicFile::commit() {
   return {};
 }
 
-uint64_t peak_rss_bytes() {
-  std::ifstream status("/proc/self/status");
+namespace {
+
+// A "Name:   123 kB" line of a /proc file, in bytes; 0 when absent.
+uint64_t proc_kib_field(const char* path, const std::string& name) {
+  std::ifstream file(path);
   std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  }
+  while (std::getline(file, line))
+    if (line.rfind(name, 0) == 0) return std::stoull(line.substr(name.size())) * 1024;
   return 0;
 }
+
+}  // namespace
+
+uint64_t peak_rss_bytes() { return proc_kib_field("/proc/self/status", "VmHWM:"); }
+
+uint64_t anonymous_memory_bytes() { return proc_kib_field("/proc/self/smaps_rollup", "Anonymous:"); }
 
 }  // namespace kipp

@@ -38,5 +38,7 @@ class AtomicFile {
 
 // Peak resident set size of this process so far, in bytes (VmHWM).
 uint64_t peak_rss_bytes();
+// Private anonymous memory of this process now (heap, stacks, allocations; not mapped files).
+uint64_t anonymous_memory_bytes();
 
 }  // namespace kipp

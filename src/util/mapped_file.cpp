@@ -57,4 +57,11 @@ void MappedFile::release() {
   size_ = 0;
 }
 
+void release_pages(const void* data, size_t bytes) {
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(data) + page - 1) / page * page;
+  const uintptr_t end = (uintptr_t(data) + bytes) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace kipp

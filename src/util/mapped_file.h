@@ -32,4 +32,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Drops this process's page mappings for the whole pages inside [data, data + bytes) of a
+// read-only file mapping: they leave the resident set, stay in the page cache, and fault back in
+// if touched again. For data that was copied elsewhere.
+void release_pages(const void* data, size_t bytes);
+
 }  // namespace kipp

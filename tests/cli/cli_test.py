@@ -122,6 +122,32 @@ class Logits(unittest.TestCase):
             self.assertFalse(os.path.exists(out))
 
 
+class Bench(unittest.TestCase):
+    def test_json_reports_every_figure_with_its_spread(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.q8_0.gguf")
+        run = kipp("bench", "--model", model, "-p", "40", "-n", "4", "--depth", "64", "--reps", "3", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        report = json.loads(run.stdout)
+        self.assertEqual(report["checkpoint"], "kipp-test/qwen3-tiny")
+        self.assertTrue(report["backend"].startswith("cpu ("), report["backend"])
+        for figure in ("load_seconds", "prefill_tokens_per_second", "decode_tokens_per_second",
+                       "decode_at_depth_tokens_per_second"):
+            summary = report[figure]
+            self.assertEqual(len(summary["samples"]), 3, figure)
+            self.assertTrue(0 < summary["min"] <= summary["median"] <= summary["max"], (figure, summary))
+        # KV for 64 + 4 positions rounds up to 3 blocks of 32; 2 layers x 2 x 1024 x 2 bytes per position.
+        self.assertEqual(report["kv_cache_bytes"], 96 * 2 * 2 * 1024 * 2)
+        self.assertGreater(report["copied_weight_bytes"], 0)
+        self.assertLess(report["memory_beyond_weights_and_kv_bytes"], 64 << 20)
+
+    def test_refuses_more_than_the_context(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        run = kipp("bench", "--model", model, "-p", "4000", "-n", "200", "--reps", "1")
+        self.assertEqual(run.returncode, 1, run.stderr)
+        self.assertIn("holds 4096", run.stderr)
+        self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)

@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_weights.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/cpu_ref/ops.h"
 #include "backend/eval_checks.h"
@@ -46,8 +47,9 @@ struct BatchToken {
 
 class Model final : public HostBackendModel {
  public:
-  Model(const ModelFile& file, const Kernels& kernels, unsigned threads)
-      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), w_(file.weights()), k_(kernels), pool_(threads),
+  Model(const ModelFile& file, std::unique_ptr<PackedWeights> packed, const Kernels& kernels, unsigned threads)
+      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), packed_(std::move(packed)), w_(packed_->weights()),
+        k_(kernels), pool_(threads),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
@@ -61,6 +63,10 @@ class Model final : public HostBackendModel {
   }
 
   std::string name() const override { return "cpu"; }
+  uint64_t copied_weight_bytes() const override { return packed_->bytes(); }
+  std::string describe() const override {
+    return std::string("cpu (") + k_.isa + " kernels, " + std::to_string(pool_.size()) + " threads)";
+  }
 
   Status eval(std::span<EvalItem> items) override {
     KIPP_TRY(checker_.check(items));
@@ -239,7 +245,8 @@ class Model final : public HostBackendModel {
   }
 
   const Checkpoint& c_;
-  const ModelWeights& w_;
+  std::unique_ptr<PackedWeights> packed_;
+  const ModelWeights& w_;  // the packed projections; the token embedding still mapped
   const Kernels& k_;
   ThreadPool pool_;
   EvalChecker checker_;
@@ -269,7 +276,8 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa());
   if (threads == 0) threads = cpu::physical_cores();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
-  return std::unique_ptr<BackendModel>(new cpu::Model(model, cpu::kernels_for(isa), threads));
+  KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed, cpu::PackedWeights::pack(model.weights()));
+  return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(packed), cpu::kernels_for(isa), threads));
 }
 
 }  // namespace kipp

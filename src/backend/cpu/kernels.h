@@ -13,6 +13,7 @@
 namespace kipp::cpu {
 
 // out[t][r] = sum_c W[r][c] * x[t][c] for tokens t < tokens and rows row_begin <= r < row_end.
+// W is packed (packed_weights.h); row_begin and row_end are multiples of kPackRows.
 struct MatmulArgs {
   const WeightView* weight;
   const float* x;          // tokens rows of weight->cols values, x_stride apart

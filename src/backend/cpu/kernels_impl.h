@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/packed_weights.h"
 
 namespace kipp::cpu::KIPP_KERNEL_NS {
 namespace {
@@ -116,10 +117,11 @@ struct BlockRef {
   vf scale, min;
 };
 
+// Weights are packed (packed_weights.h): groups of kPackRows rows, block by block.
 template <WeightFormat F>
 BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
   const WeightView& w = *a.weight;
-  const uint64_t index = row * (w.cols / kBlock) + block;
+  const uint64_t index = (row / kPackRows * (w.cols / kBlock) + block) * kPackRows + row % kPackRows;
   BlockRef ref{};
   if constexpr (F == WeightFormat::f32) {
     ref.bytes = w.data + index * kBlock * 4;
@@ -176,10 +178,14 @@ void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
     for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]);
 }
 
+// A single token streams a whole packed group of rows at once; a token tile reuses each
+// widened weight T times over fewer rows. Either way each element's order is the same.
 template <WeightFormat F, int T>
 void rows_of_tile(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0) {
+  constexpr int kRows = T == 1 ? int(kPackRows) : kTileRows;
+  static_assert(kPackRows % kRows == 0, "a tile must not straddle two packed row groups");
   uint32_t r = row_begin;
-  for (; r + kTileRows <= row_end; r += kTileRows) tile<F, kTileRows, T>(a, r, token0);
+  for (; r + kRows <= row_end; r += kRows) tile<F, kRows, T>(a, r, token0);
   for (; r < row_end; ++r) tile<F, 1, T>(a, r, token0);
 }
 

@@ -1,0 +1,51 @@
+#include "backend/cpu/packed_weights.h"
+
+#include <cstring>
+#include <new>
+
+#include "util/mapped_file.h"
+
+namespace kipp::cpu {
+
+uint32_t block_bytes(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::f32: return 128;
+    case WeightFormat::bf16: return 64;
+    case WeightFormat::q8_0: return 34;
+    case WeightFormat::affine4: return 20;
+  }
+  return 0;
+}
+
+Status PackedWeights::pack_matrix(WeightView& view) {
+  if (view.rows % kPackRows != 0 || view.cols % 32 != 0)
+    return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPackRows);
+  const uint32_t size = block_bytes(view.format);
+  const uint64_t blocks = view.cols / 32;
+  std::unique_ptr<uint8_t[]> packed(new (std::nothrow) uint8_t[view.bytes]);
+  if (!packed) return fail("cannot allocate ", view.bytes >> 20, " MiB for packed weights");
+  for (uint64_t row = 0; row < view.rows; ++row) {
+    const uint8_t* source = view.data + row * blocks * size;
+    const uint64_t group = row / kPackRows, lane = row % kPackRows;
+    for (uint64_t b = 0; b < blocks; ++b)
+      std::memcpy(packed.get() + ((group * blocks + b) * kPackRows + lane) * size, source + b * size, size);
+  }
+  release_pages(view.data, view.bytes);
+  view.data = packed.get();
+  bytes_ += view.bytes;
+  buffers_.push_back(std::move(packed));
+  return {};
+}
+
+Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped) {
+  auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
+  packed->views_ = mapped;
+  for (LayerWeights& layer : packed->views_.layers)
+    for (WeightView* view : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_gate,
+                             &layer.ffn_up, &layer.ffn_down})
+      KIPP_TRY(packed->pack_matrix(*view));
+  KIPP_TRY(packed->pack_matrix(packed->views_.lm_head));
+  return packed;
+}
+
+}  // namespace kipp::cpu
