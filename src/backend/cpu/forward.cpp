@@ -47,9 +47,10 @@ struct BatchToken {
 
 class Model final : public HostBackendModel {
  public:
-  Model(const ModelFile& file, std::unique_ptr<PackedWeights> packed, const Kernels& kernels, unsigned threads)
-      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), packed_(std::move(packed)), w_(packed_->weights()),
-        k_(kernels), pool_(threads),
+  Model(const ModelFile& file, std::unique_ptr<ThreadPool> pool, std::unique_ptr<PackedWeights> packed,
+        const Kernels& kernels)
+      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
+        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
@@ -245,10 +246,11 @@ class Model final : public HostBackendModel {
   }
 
   const Checkpoint& c_;
+  std::unique_ptr<ThreadPool> pool_owner_;
+  ThreadPool& pool_;
   std::unique_ptr<PackedWeights> packed_;
   const ModelWeights& w_;  // the packed projections; the token embedding still mapped
   const Kernels& k_;
-  ThreadPool pool_;
   EvalChecker checker_;
   // Activations of the current pass, allocated once.
   Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
@@ -276,8 +278,10 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa());
   if (threads == 0) threads = cpu::physical_cores();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
-  KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed, cpu::PackedWeights::pack(model.weights()));
-  return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(packed), cpu::kernels_for(isa), threads));
+  auto pool = std::make_unique<cpu::ThreadPool>(threads);
+  KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed, cpu::PackedWeights::pack(model.weights(), *pool));
+  return std::unique_ptr<BackendModel>(
+      new cpu::Model(model, std::move(pool), std::move(packed), cpu::kernels_for(isa)));
 }
 
 }  // namespace kipp

@@ -86,7 +86,15 @@ vf nibbles_to_f32(const uint8_t* p, bool high) {
 #endif
 }
 
-vf splat(float value) { return vf{} + value; }
+vf splat(float value) {
+#if KIPP_LANES == 16
+  return _mm512_set1_ps(value);
+#elif KIPP_LANES == 8
+  return _mm256_set1_ps(value);
+#else
+  return vf{value, value, value, value};
+#endif
+}
 
 // a * b + c. Fused, with one rounding, wherever the set has FMA; written out so that no
 // compiler's choice of where to contract can make two tiles round differently (the sets are

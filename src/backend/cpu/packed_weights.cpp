@@ -17,19 +17,23 @@ uint32_t block_bytes(WeightFormat format) {
   return 0;
 }
 
-Status PackedWeights::pack_matrix(WeightView& view) {
+Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool) {
   if (view.rows % kPackRows != 0 || view.cols % 32 != 0)
     return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPackRows);
   const uint32_t size = block_bytes(view.format);
   const uint64_t blocks = view.cols / 32;
   std::unique_ptr<uint8_t[]> packed(new (std::nothrow) uint8_t[view.bytes]);
   if (!packed) return fail("cannot allocate ", view.bytes >> 20, " MiB for packed weights");
-  for (uint64_t row = 0; row < view.rows; ++row) {
-    const uint8_t* source = view.data + row * blocks * size;
-    const uint64_t group = row / kPackRows, lane = row % kPackRows;
-    for (uint64_t b = 0; b < blocks; ++b)
-      std::memcpy(packed.get() + ((group * blocks + b) * kPackRows + lane) * size, source + b * size, size);
-  }
+  uint8_t* destination = packed.get();
+  pool.run([&](unsigned index, unsigned count) {
+    const Range rows = split(uint32_t(view.rows), index, count, kPackRows);
+    for (uint64_t row = rows.begin; row < rows.end; ++row) {
+      const uint8_t* source = view.data + row * blocks * size;
+      const uint64_t group = row / kPackRows, lane = row % kPackRows;
+      for (uint64_t b = 0; b < blocks; ++b)
+        std::memcpy(destination + ((group * blocks + b) * kPackRows + lane) * size, source + b * size, size);
+    }
+  });
   release_pages(view.data, view.bytes);
   view.data = packed.get();
   bytes_ += view.bytes;
@@ -37,14 +41,14 @@ Status PackedWeights::pack_matrix(WeightView& view) {
   return {};
 }
 
-Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped) {
+Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped, ThreadPool& pool) {
   auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
   packed->views_ = mapped;
   for (LayerWeights& layer : packed->views_.layers)
     for (WeightView* view : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_gate,
                              &layer.ffn_up, &layer.ffn_down})
-      KIPP_TRY(packed->pack_matrix(*view));
-  KIPP_TRY(packed->pack_matrix(packed->views_.lm_head));
+      KIPP_TRY(packed->pack_matrix(*view, pool));
+  KIPP_TRY(packed->pack_matrix(packed->views_.lm_head, pool));
   return packed;
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "backend/cpu/thread_pool.h"
 #include "model/weights.h"
 #include "util/error.h"
 
@@ -22,14 +23,15 @@ uint32_t block_bytes(WeightFormat format);
 
 class PackedWeights {
  public:
-  static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped);
+  // Copies with every thread of `pool`, each taking its share of each matrix's row groups.
+  static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped, ThreadPool& pool);
 
   // Every view of `mapped`, the projections and output head pointing at the packed copies.
   const ModelWeights& weights() const { return views_; }
   uint64_t bytes() const { return bytes_; }
 
  private:
-  Status pack_matrix(WeightView& view);
+  Status pack_matrix(WeightView& view, ThreadPool& pool);
 
   ModelWeights views_;
   std::vector<std::unique_ptr<uint8_t[]>> buffers_;
