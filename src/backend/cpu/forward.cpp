@@ -260,15 +260,6 @@ class Model final : public HostBackendModel {
   std::vector<BatchToken> batch_;
 };
 
-const Kernels& kernels_for(Isa isa) {
-  switch (isa) {
-    case Isa::avx512: return avx512_kernels();
-    case Isa::avx2: return avx2_kernels();
-    case Isa::portable: break;
-  }
-  return portable_kernels();
-}
-
 }  // namespace
 }  // namespace kipp::cpu
 

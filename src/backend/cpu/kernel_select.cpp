@@ -1,3 +1,4 @@
+// Which kernel table runs, and the FP16 table every set reads block scales from.
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -5,6 +6,15 @@
 #include "quant/float_formats.h"
 
 namespace kipp::cpu {
+
+const Kernels& kernels_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return avx512_kernels();
+    case Isa::avx2: return avx2_kernels();
+    case Isa::portable: break;
+  }
+  return portable_kernels();
+}
 
 const float* fp16_table() {
   static const std::vector<float> table = [] {

@@ -1,13 +1,14 @@
 // The fast CPU backend's inner loops, one table per instruction set. Every set is compiled from
 // the same source (kernels_impl.h) with different target flags, and the backend picks one table
-// at model load. Each output element is reduced in one fixed order (16 lanes over the inner
-// dimension, then a fixed tree), whatever the tile, batch or thread count: that is what makes
-// the backend batch- and chunk-invariant.
+// at model load. Each output element is reduced in one fixed order (the set's vector lanes over
+// the inner dimension, then a fixed tree), whatever the tile, batch or thread count: that is what
+// makes the backend batch- and chunk-invariant.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/cpu/cpu_features.h"
 #include "model/weights.h"
 
 namespace kipp::cpu {
@@ -51,6 +52,8 @@ struct Kernels {
 const Kernels& portable_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+// The table of a kernel set (cpu_features.h chooses which).
+const Kernels& kernels_for(Isa isa);
 
 // FP16 -> FP32 for every bit pattern, built once.
 const float* fp16_table();

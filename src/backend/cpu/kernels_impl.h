@@ -1,10 +1,12 @@
 // The single source of every kernel set. A kernels_<isa>.cpp file defines KIPP_KERNEL_NS (its
-// namespace), KIPP_LANES (floats per vector), KIPP_TILE_ROWS and KIPP_TILE_TOKENS (the register
-// tile), includes this file, and is compiled with that instruction set's flags.
+// namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS and
+// KIPP_TILE_TOKENS (the register tile of a token tile), includes this file, and is compiled with
+// that instruction set's flags.
 //
 // Nothing here may be an inline function or template with external linkage shared with other
 // files (std:: templates included): the linker would keep one copy, compiled for whichever
-// instruction set it saw first. Everything is in an anonymous namespace and uses builtins only.
+// instruction set it saw first. Everything is in an anonymous namespace and uses only builtins
+// and the compiler's intrinsics (always inlined, never emitted as shared copies).
 #include <immintrin.h>
 
 #include <cstddef>
