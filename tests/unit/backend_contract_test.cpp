@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "logit_checks.h"
 #include "test_paths.h"
 
 namespace kipp {
@@ -22,23 +23,10 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* out) { *out << c.backend << " " << c.model; }
 
-double nmse(std::span<const float> a, std::span<const float> b) {
-  double error = 0, energy = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    error += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    energy += double(b[i]) * b[i];
-  }
-  return error / energy;
-}
+using testing::argmax;
+using testing::nmse;
 
-size_t argmax(std::span<const float> row) { return size_t(std::max_element(row.begin(), row.end()) - row.begin()); }
-
-std::vector<uint32_t> prompt(size_t length, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<uint32_t> ids(length);
-  for (uint32_t& id : ids) id = rng() % 151643;
-  return ids;
-}
+std::vector<uint32_t> prompt(size_t length, uint32_t seed) { return testing::random_prompt(length, seed); }
 
 class BackendContract : public ::testing::TestWithParam<Case> {
  protected:

@@ -2,6 +2,7 @@
 // results that do not depend on the thread count (the contract suite covers the rest).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <random>
@@ -9,7 +10,9 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/kernels.h"
 #include "backend/cpu/thread_pool.h"
+#include "logit_checks.h"
 #include "test_paths.h"
 
 namespace kipp {
@@ -78,6 +81,48 @@ TEST(CpuBackend, ResultsDoNotDependOnTheThreadCount) {
   }
   EXPECT_EQ(results[1], results[0]);
   EXPECT_EQ(results[2], results[0]);
+}
+
+// Attention past one chunk (kAttentionChunk positions) is computed chunk by chunk and folded.
+// The fold must not make a token's logits depend on how its prompt was chunked, on the thread
+// count, or on which threads took which chunks; and it must still agree with the oracle.
+TEST(CpuBackend, LongContextAttentionIsInvariantAndMatchesTheOracle) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny-untied.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const uint32_t vocab = file.value()->checkpoint().vocab();
+  const uint32_t length = 2 * cpu::kAttentionChunk + 70, rows = 4;
+  const std::vector<uint32_t> ids = testing::random_prompt(length, 11);
+
+  // The last `rows` logits of the prompt, evaluated with `threads` threads in pieces of `piece`.
+  auto last_rows = [&](const std::string& backend_name, unsigned threads, uint32_t piece) {
+    auto backend = create_backend(backend_name, *file.value(), {threads});
+    EXPECT_TRUE(backend.ok());
+    auto session = backend.value()->create_session(length);
+    EXPECT_TRUE(session.ok());
+    std::vector<float> logits(size_t(rows) * vocab);
+    for (uint32_t start = 0; start < length; start += piece) {
+      const uint32_t count = std::min(piece, length - start);
+      const uint32_t wanted = start + count > length - rows ? start + count - (length - rows) : 0;
+      const uint32_t wanted_rows = std::min(wanted, count);
+      float* first_row =
+          wanted_rows ? logits.data() + size_t(rows - (length - start - count) - wanted_rows) * vocab : nullptr;
+      EvalItem item{session.value().get(), std::span(ids).subspan(start, count), start, wanted_rows, first_row, {}};
+      EXPECT_TRUE(backend.value()->eval(std::span(&item, 1)).ok());
+    }
+    return logits;
+  };
+
+  const std::vector<float> whole = last_rows("cpu", 2, length);
+  EXPECT_EQ(last_rows("cpu", 1, length), whole);
+  EXPECT_EQ(last_rows("cpu", 3, 100), whole);  // pieces straddle the chunk edges
+  EXPECT_EQ(last_rows("cpu", 2, 1), whole);    // token-by-token decode: one token, many chunks
+  const std::vector<float> oracle = last_rows("cpu-ref", 1, length);
+  for (uint32_t r = 0; r < rows; ++r) {
+    const std::span<const float> got(whole.data() + size_t(r) * vocab, vocab);
+    const std::span<const float> want(oracle.data() + size_t(r) * vocab, vocab);
+    EXPECT_LE(testing::nmse(got, want), 1e-4) << "row " << r;
+    EXPECT_EQ(testing::argmax(got), testing::argmax(want)) << "row " << r;
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
@@ -27,14 +28,25 @@ constexpr uint32_t kMaxBatchTokens = 128;
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
 
 // An activation matrix: `rows` rows of `width` floats, with the row pointers the kernels write to.
+// A matrix that feeds projections also keeps its rows quantized to int16, which is what products
+// with Q8_0 and Q4_1 weights read (kernels.h).
 struct Activations {
-  Activations(uint32_t rows, uint32_t width_) : width(width_), values(size_t(rows) * width_), row_pointers(rows) {
+  Activations(uint32_t rows, uint32_t width_, bool feeds_projections = false)
+      : width(width_), values(size_t(rows) * width_), row_pointers(rows),
+        int16_values(feeds_projections ? size_t(rows) * width_ : 0), int16_scales(feeds_projections ? rows : 0) {
     for (uint32_t r = 0; r < rows; ++r) row_pointers[r] = row(r);
   }
   float* row(uint32_t r) { return values.data() + size_t(r) * width; }
+  void quantize_row(uint32_t r) { quantize_activation(row(r), width, &int16_values[size_t(r) * width], &int16_scales[r]); }
+  // The MatmulArgs of a product of `weight` with the first `tokens` rows, written to `out`.
+  MatmulArgs times(const WeightView& weight, uint32_t tokens, float* const* out) const {
+    return {&weight, values.data(), int16_values.data(), int16_scales.data(), width, tokens, out, 0, 0, fp16_table()};
+  }
   uint32_t width;
   std::vector<float> values;
   std::vector<float*> row_pointers;
+  std::vector<int16_t> int16_values;
+  std::vector<float> int16_scales;
 };
 
 // One token of the current pass: where it comes from and where its results go.
@@ -52,13 +64,14 @@ class Model final : public HostBackendModel {
       : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
         packed_(std::move(packed)), w_(packed_->weights()), k_(kernels),
         checker_(c_.vocab()),
-        x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden),
+        x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
-        v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width()),
-        projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn), up_(kMaxBatchTokens, c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), scratch_(pool_.size() * 32),
+        v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width(), true),
+        projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn, true), up_(kMaxBatchTokens, c_.ffn),
+        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, k_),
         inverse_frequency_(c_.head_dim() / 2) {
     batch_.reserve(kMaxBatchTokens);
+    queries_.reserve(kMaxBatchTokens);
     for (uint32_t i = 0; i < c_.head_dim() / 2; ++i)
       inverse_frequency_[i] = std::pow(double(c_.rope_theta), -2.0 * double(i) / double(c_.head_dim()));
   }
@@ -105,16 +118,23 @@ class Model final : public HostBackendModel {
 
   void layer(uint32_t l, const LayerWeights& w) {
     const float eps = c_.rms_norm_eps();
-    for_tokens([&](uint32_t t) { cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t)); });
+    for_tokens([&](uint32_t t) {
+      cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));
+      if (takes_int16(w.attn_q.format) || takes_int16(w.attn_k.format) || takes_int16(w.attn_v.format))
+        x_norm_.quantize_row(t);
+    });
     matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});
     for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });
     attend(l);
+    if (takes_int16(w.attn_output.format)) for_tokens([&](uint32_t t) { attention_.quantize_row(t); });
     matmuls({{&w.attn_output, &attention_, &projected_}});
     for_tokens([&](uint32_t t) {
       cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
       cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));
+      if (takes_int16(w.ffn_gate.format) || takes_int16(w.ffn_up.format)) x_norm_.quantize_row(t);
     });
     gated_ffn_up(w);
+    if (takes_int16(w.ffn_down.format)) for_tokens([&](uint32_t t) { gate_.quantize_row(t); });
     matmuls({{&w.ffn_down, &gate_, &projected_}});
     for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });
   }
@@ -160,23 +180,15 @@ class Model final : public HostBackendModel {
     }
   }
 
-  // Every (token, KV head) pair is one attention job; threads take contiguous runs of them.
   void attend(uint32_t l) {
-    const uint32_t groups = c_.kv_heads(), group_heads = c_.q_heads / groups, dim = c_.head_dim();
-    const uint32_t jobs = batch_size() * groups;
-    pool_.run([&](unsigned index, unsigned count) {
-      const Range range = split(jobs, index, count);
-      for (uint32_t job = range.begin; job < range.end; ++job) {
-        const uint32_t t = job / groups, g = job % groups;
-        const BatchToken& token = batch_[t];
-        KvStore& store = token.session->store();
-        AttentionArgs args{q_.row(t) + g * group_heads * dim, group_heads, dim, store.k_row(l, 0, 0),
-                           store.v_row(l, 0, 0), size_t(kKvBlockTokens) * c_.kv_width(), g * dim, token.table,
-                           token.position + 1, 1.0f / std::sqrt(float(dim)),
-                           attention_.row(t) + g * group_heads * dim, scratch_.data() + index * 32};
-        k_.attention(args);
-      }
-    });
+    queries_.clear();
+    for (uint32_t t = 0; t < batch_size(); ++t) {
+      const BatchToken& token = batch_[t];
+      const KvStore& store = token.session->store();
+      queries_.push_back({q_.row(t), attention_.row(t), store.k_row(l, 0, 0), store.v_row(l, 0, 0), token.table,
+                          token.position + 1});
+    }
+    attention_runner_.run(queries_);
   }
 
   struct Product {
@@ -187,28 +199,29 @@ class Model final : public HostBackendModel {
 
   // Matrix products over the whole batch, every thread taking its share of each one's rows.
   void matmuls(std::initializer_list<Product> products) {
-    const float* table = fp16_table();
     pool_.run([&](unsigned index, unsigned count) {
       for (const Product& p : products) {
         const Range rows = split(uint32_t(p.weight->rows), index, count, 16);
         if (rows.begin == rows.end) continue;
-        k_.matmul({p.weight, p.in->values.data(), p.in->width, batch_size(), p.out->row_pointers.data(), rows.begin,
-                   rows.end, table});
+        run_rows(p.in->times(*p.weight, batch_size(), p.out->row_pointers.data()), rows);
       }
     });
   }
 
+  void run_rows(MatmulArgs args, Range rows) const {
+    args.row_begin = rows.begin;
+    args.row_end = rows.end;
+    k_.matmul(args);
+  }
+
   // gate and up for each thread's rows, then silu(gate) * up on those same rows.
   void gated_ffn_up(const LayerWeights& w) {
-    const float* table = fp16_table();
     const uint32_t n = batch_size();
     pool_.run([&](unsigned index, unsigned count) {
       const Range rows = split(c_.ffn, index, count, 16);
       if (rows.begin == rows.end) return;
-      k_.matmul({&w.ffn_gate, x_norm_.values.data(), c_.hidden, n, gate_.row_pointers.data(), rows.begin, rows.end,
-                 table});
-      k_.matmul({&w.ffn_up, x_norm_.values.data(), c_.hidden, n, up_.row_pointers.data(), rows.begin, rows.end,
-                 table});
+      run_rows(x_norm_.times(w.ffn_gate, n, gate_.row_pointers.data()), rows);
+      run_rows(x_norm_.times(w.ffn_up, n, up_.row_pointers.data()), rows);
       for (uint32_t t = 0; t < n; ++t)
         cpu_ref::silu_mul(gate_.row(t) + rows.begin, up_.row(t) + rows.begin, rows.end - rows.begin,
                           gate_.row(t) + rows.begin);
@@ -222,15 +235,14 @@ class Model final : public HostBackendModel {
       if (!token.logits) continue;
       cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
                         c_.rms_norm_eps(), x_norm_.row(rows));
+      if (takes_int16(w_.lm_head.format)) x_norm_.quantize_row(rows);
       logit_rows_[rows++] = token.logits;
     }
     if (rows == 0) return;
-    const float* table = fp16_table();
     pool_.run([&](unsigned index, unsigned count) {
       const Range range = split(c_.vocab(), index, count, 16);
       if (range.begin == range.end) return;
-      k_.matmul({&w_.lm_head, x_norm_.values.data(), c_.hidden, rows, logit_rows_.data(), range.begin, range.end,
-                 table});
+      run_rows(x_norm_.times(w_.lm_head, rows, logit_rows_.data()), range);
     });
   }
 
@@ -255,7 +267,8 @@ class Model final : public HostBackendModel {
   // Activations of the current pass, allocated once.
   Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
   std::vector<float*> logit_rows_;
-  std::vector<float> scratch_;  // 32 attention scores per thread
+  AttentionRunner attention_runner_;
+  std::vector<AttentionQuery> queries_;
   std::vector<double> inverse_frequency_;
   std::vector<BatchToken> batch_;
 };

@@ -1,4 +1,8 @@
-// Which kernel table runs, and the FP16 table every set reads block scales from.
+// Which kernel table runs, and what every set shares: the FP16 table block scales are read from
+// and the int16 activations quantized products read. These are plain code, the same whatever set
+// runs.
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_features.h"
@@ -23,6 +27,24 @@ const float* fp16_table() {
     return values;
   }();
   return table.data();
+}
+
+void quantize_activation(const float* x, uint32_t n, int16_t* out, float* scale) {
+  float largest = 0.0f;
+  bool finite = true;
+  for (uint32_t i = 0; i < n; ++i) {
+    largest = std::max(largest, std::fabs(x[i]));
+    finite = finite && std::isfinite(x[i]);
+  }
+  if (largest == 0.0f || !finite) {
+    // Zeros stay zeros; a non-finite activation makes every product NaN, as it would in FP32.
+    *scale = finite ? 0.0f : std::nanf("");
+    for (uint32_t i = 0; i < n; ++i) out[i] = 0;
+    return;
+  }
+  const float inverse = 32767.0f / largest;
+  for (uint32_t i = 0; i < n; ++i) out[i] = int16_t(std::lrint(x[i] * inverse));
+  *scale = largest / 32767.0f;
 }
 
 }  // namespace kipp::cpu

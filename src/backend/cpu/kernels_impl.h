@@ -30,6 +30,11 @@ typedef int32_t vi32 __attribute__((vector_size(4 * kLanes)));
 typedef uint16_t vu16 __attribute__((vector_size(2 * kLanes)));
 typedef int8_t vi8 __attribute__((vector_size(kLanes)));
 typedef uint8_t vu8 __attribute__((vector_size(kLanes)));
+// 2 x kLanes int16: the pairs one multiply-add instruction turns into kLanes int32 sums.
+typedef int16_t vi16 __attribute__((vector_size(4 * kLanes)));
+typedef int8_t vi8x2 __attribute__((vector_size(2 * kLanes)));
+typedef uint8_t vu8x2 __attribute__((vector_size(2 * kLanes)));
+constexpr int kPairVecs = kBlock / (2 * kLanes);  // int16 vectors per block
 
 vf load_f32(const float* p) {
   vf v;
@@ -50,41 +55,6 @@ vf load_bf16(const uint16_t* p) {
   vu16 raw;
   __builtin_memcpy(&raw, p, sizeof raw);
   return (vf)(__builtin_convertvector(raw, vu32) << 16);
-#endif
-}
-
-vf int8_to_f32(const int8_t* p) {
-#if KIPP_LANES == 16
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-#elif KIPP_LANES == 8
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-#else
-  vi8 q;
-  __builtin_memcpy(&q, p, sizeof q);
-  return __builtin_convertvector(__builtin_convertvector(q, vi32), vf);
-#endif
-}
-
-// Nibbles of kLanes bytes, low or high, as FP32 values 0..15.
-vf nibbles_to_f32(const uint8_t* p, bool high) {
-#if KIPP_LANES == 16
-  __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-#elif KIPP_LANES == 8
-  __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-#endif
-#if KIPP_LANES == 16 || KIPP_LANES == 8
-  if (high) bytes = _mm_srli_epi16(bytes, 4);
-  bytes = _mm_and_si128(bytes, _mm_set1_epi8(15));
-#endif
-#if KIPP_LANES == 16
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes));
-#elif KIPP_LANES == 8
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
-#else
-  vu8 q;
-  __builtin_memcpy(&q, p, sizeof q);
-  q = high ? q >> 4 : q & 15;
-  return __builtin_convertvector(__builtin_convertvector(q, vi32), vf);
 #endif
 }
 
@@ -120,11 +90,67 @@ float reduce(vf v) {
   return lanes[0];
 }
 
+vi16 load_i16(const int16_t* p) {
+  vi16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// Sums of adjacent int16 products: lane i = a[2i] b[2i] + a[2i+1] b[2i+1], exact in int32.
+vi32 dot_pairs(vi16 a, vi16 b) {
+#if KIPP_LANES == 16
+  return (vi32)_mm512_madd_epi16((__m512i)a, (__m512i)b);
+#elif KIPP_LANES == 8
+  return (vi32)_mm256_madd_epi16((__m256i)a, (__m256i)b);
+#else
+  const vi32 even_a = __builtin_convertvector(__builtin_shufflevector(a, a, 0, 2, 4, 6), vi32);
+  const vi32 odd_a = __builtin_convertvector(__builtin_shufflevector(a, a, 1, 3, 5, 7), vi32);
+  const vi32 even_b = __builtin_convertvector(__builtin_shufflevector(b, b, 0, 2, 4, 6), vi32);
+  const vi32 odd_b = __builtin_convertvector(__builtin_shufflevector(b, b, 1, 3, 5, 7), vi32);
+  return even_a * even_b + odd_a * odd_b;
+#endif
+}
+
+// Vector v of a Q8_0 block's 32 int8 weights, sign-extended to int16.
+vi16 q8_to_i16(const uint8_t* bytes, int v) {
+  const uint8_t* p = bytes + v * 2 * kLanes;
+#if KIPP_LANES == 16
+  return (vi16)_mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+#elif KIPP_LANES == 8
+  return (vi16)_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+#else
+  vi8x2 q;
+  __builtin_memcpy(&q, p, sizeof q);
+  return __builtin_convertvector(q, vi16);
+#endif
+}
+
+// Vector v of a Q4_1 block's 32 nibbles as int16 0..15. Element j is the low nibble of byte j,
+// element j + 16 the high nibble of byte j.
+vi16 nibbles_to_i16(const uint8_t* bytes, int v) {
+#if KIPP_LANES == 16
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(15));
+  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15));
+  (void)v;
+  return (vi16)_mm512_cvtepu8_epi16(_mm256_set_m128i(high, low));
+#elif KIPP_LANES == 8
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  const __m128i nibbles = v == 0 ? packed : _mm_srli_epi16(packed, 4);
+  return (vi16)_mm256_cvtepu8_epi16(_mm_and_si128(nibbles, _mm_set1_epi8(15)));
+#else
+  vu8x2 q;
+  __builtin_memcpy(&q, bytes + (v % 2) * 2 * kLanes, sizeof q);
+  q = v >= 2 ? q >> 4 : q & 15;
+  return __builtin_convertvector(q, vi16);
+#endif
+}
+
 // What a row's block needs before its vectors can be widened: its bytes and, when quantized, its
 // scale (and minimum), looked up once per block.
 struct BlockRef {
   const uint8_t* bytes;
-  vf scale, min;
+  float scale, min;
 };
 
 // Weights are packed (packed_weights.h): groups of kPackRows rows, block by block.
@@ -141,27 +167,29 @@ BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
     const uint8_t* p = w.data + index * 34;  // ggml Q8_0: fp16 scale, 32 x int8
     uint16_t scale_bits;
     __builtin_memcpy(&scale_bits, p, 2);
-    ref = {p + 2, splat(a.fp16_table[scale_bits]), vf{}};
+    ref = {p + 2, a.fp16_table[scale_bits], 0.0f};
   } else {
     const uint8_t* p = w.data + index * 20;  // ggml Q4_1: fp16 scale, fp16 min, 16 bytes
     uint16_t scale_bits, min_bits;
     __builtin_memcpy(&scale_bits, p, 2);
     __builtin_memcpy(&min_bits, p + 2, 2);
-    ref = {p + 4, splat(a.fp16_table[scale_bits]), splat(a.fp16_table[min_bits])};
+    ref = {p + 4, a.fp16_table[scale_bits], a.fp16_table[min_bits]};
   }
   return ref;
 }
 
-// Vector v (elements v * kLanes ...) of a block, widened to FP32 exactly as cpu-ref widens it.
+// Vector v (elements v * kLanes ...) of an FP32 or BF16 block, widened to FP32 exactly.
 template <WeightFormat F>
 vf widen(const BlockRef& b, int v) {
   if constexpr (F == WeightFormat::f32) return load_f32(reinterpret_cast<const float*>(b.bytes) + v * kLanes);
-  if constexpr (F == WeightFormat::bf16) return load_bf16(reinterpret_cast<const uint16_t*>(b.bytes) + v * kLanes);
-  if constexpr (F == WeightFormat::q8_0) {
-    return b.scale * int8_to_f32(reinterpret_cast<const int8_t*>(b.bytes) + v * kLanes);
-  }
-  // affine4: element j is the low nibble of byte j, element j + 16 its high nibble.
-  return madd(b.scale, nibbles_to_f32(b.bytes + (v % (kVecs / 2)) * kLanes, v >= kVecs / 2), b.min);
+  return load_bf16(reinterpret_cast<const uint16_t*>(b.bytes) + v * kLanes);
+}
+
+// Vector v (elements 2 kLanes v ...) of a Q8_0 or Q4_1 block as int16.
+template <WeightFormat F>
+vi16 widen_i16(const BlockRef& b, int v) {
+  if constexpr (F == WeightFormat::q8_0) return q8_to_i16(b.bytes, v);
+  return nibbles_to_i16(b.bytes, v);
 }
 
 // An R rows x T tokens register tile. Accumulator (r, t) lane i sums the products of columns
@@ -188,6 +216,54 @@ void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
     for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]);
 }
 
+// The same tile for Q8_0 and Q4_1 weights against int16 activations. Per block, the products of
+// a row and a token are summed exactly (integer pairs, then lanes of kLanes int32), converted,
+// and accumulated as scale * sum (+ minimum * the block's activation sum for Q4_1) in block
+// order; the token's activation scale multiplies the lane total at the end.
+template <WeightFormat F, int R, int T>
+void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
+  vf acc[R][T] = {};
+  const uint64_t blocks = a.weight->cols / kBlock;
+  const int16_t* x = a.x_int16 + token0 * a.x_stride;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    BlockRef ref[R];
+    vi16 w[R][kPairVecs];
+    for (int r = 0; r < R; ++r) {
+      ref[r] = block_ref<F>(a, row0 + r, b);
+      for (int v = 0; v < kPairVecs; ++v) w[r][v] = widen_i16<F>(ref[r], v);
+    }
+    for (int t = 0; t < T; ++t) {
+      vi16 xv[kPairVecs];
+      for (int v = 0; v < kPairVecs; ++v) xv[v] = load_i16(x + t * a.x_stride + b * kBlock + v * 2 * kLanes);
+      vf x_sum{};
+      if constexpr (F == WeightFormat::affine4) {
+        vi16 ones;
+        for (int i = 0; i < 2 * kLanes; ++i) ones[i] = 1;
+        vi32 sum = dot_pairs(xv[0], ones);
+        for (int v = 1; v < kPairVecs; ++v) sum += dot_pairs(xv[v], ones);
+        x_sum = __builtin_convertvector(sum, vf);
+      }
+      for (int r = 0; r < R; ++r) {
+        vi32 sum = dot_pairs(w[r][0], xv[0]);
+        for (int v = 1; v < kPairVecs; ++v) sum += dot_pairs(w[r][v], xv[v]);
+        acc[r][t] = madd(__builtin_convertvector(sum, vf), splat(ref[r].scale), acc[r][t]);
+        if constexpr (F == WeightFormat::affine4) acc[r][t] = madd(x_sum, splat(ref[r].min), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]) * a.x_scale[token0 + t];
+}
+
+template <WeightFormat F, int R, int T>
+void any_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
+  if constexpr (F == WeightFormat::q8_0 || F == WeightFormat::affine4) {
+    tile_int16<F, R, T>(a, row0, token0);
+  } else {
+    tile<F, R, T>(a, row0, token0);
+  }
+}
+
 // A single token streams a whole packed group of rows at once; a token tile reuses each
 // widened weight T times over fewer rows. Either way each element's order is the same.
 template <WeightFormat F, int T>
@@ -195,8 +271,8 @@ void rows_of_tile(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uin
   constexpr int kRows = T == 1 ? int(kPackRows) : kTileRows;
   static_assert(kPackRows % kRows == 0, "a tile must not straddle two packed row groups");
   uint32_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) tile<F, kRows, T>(a, r, token0);
-  for (; r < row_end; ++r) tile<F, 1, T>(a, r, token0);
+  for (; r + kRows <= row_end; r += kRows) any_tile<F, kRows, T>(a, r, token0);
+  for (; r < row_end; ++r) any_tile<F, 1, T>(a, r, token0);
 }
 
 // Rows in chunks whose weights stay in cache while every token tile passes over them.
@@ -221,53 +297,106 @@ void matmul(const MatmulArgs& a) {
   }
 }
 
-float dot_bf16(const float* q, const uint16_t* k, uint32_t n) {
-  vf acc = {};
-  for (uint32_t d = 0; d < n; d += kLanes) acc = madd(load_f32(q + d), load_bf16(k + d), acc);
-  return reduce(acc);
+// e^x for x <= 0 (scores less their maximum), to about one ulp: x = n ln2 + r with |r| <= ln2/2,
+// a degree-7 Taylor polynomial in r, scaled by 2^n through the exponent bits. Inputs below -87
+// are raised to it (their weight, about 1e-38, is nothing beside the maximum's 1).
+vf exp_nonpositive(vf x) {
+  const vf lowest = splat(-87.0f);
+  x = x < lowest ? lowest : x;
+  const vf round = splat(12582912.0f);  // 1.5 * 2^23: adding and subtracting it rounds to an integer
+  const vf n = (x * splat(1.44269504f) + round) - round;
+  const vf r = (x - n * splat(0.693145752f)) - n * splat(1.42860677e-6f);
+  vf p = splat(1.0f / 5040);
+  p = madd(p, r, splat(1.0f / 720));
+  p = madd(p, r, splat(1.0f / 120));
+  p = madd(p, r, splat(1.0f / 24));
+  p = madd(p, r, splat(1.0f / 6));
+  p = madd(p, r, splat(0.5f));
+  p = madd(p, r, splat(1.0f));
+  p = madd(p, r, splat(1.0f));
+  const vi32 exponent = (__builtin_convertvector(n, vi32) + 127) << 23;
+  return p * (vf)exponent;
+}
+
+// Scores of one query head against `count` (<= 4) K rows: one accumulator per row, lanes over
+// head_dim in order, then the fixed lane tree, whatever `count` is.
+void scores_of_rows(const float* q, const uint16_t* k, size_t row_stride, uint32_t count, uint32_t dim, float scale,
+                    float* out) {
+  vf acc[4] = {};
+  for (uint32_t d = 0; d < dim; d += kLanes) {
+    const vf qv = load_f32(q + d);
+    for (uint32_t j = 0; j < 4; ++j)
+      if (j < count) acc[j] = madd(qv, load_bf16(k + j * row_stride + d), acc[j]);
+  }
+  for (uint32_t j = 0; j < count; ++j) out[j] = reduce(acc[j]) * scale;
 }
 
 void attention(const AttentionArgs& a) {
-  const uint32_t dim = a.head_dim;
-  const size_t kv_width = a.block_stride / kBlock;
-  float max_score[16], weight_sum[16];  // per query head of the group (at most 16)
-  for (uint32_t h = 0; h < a.group_heads; ++h) {
-    max_score[h] = -__builtin_inff();
-    weight_sum[h] = 0.0f;
-    for (uint32_t d = 0; d < dim; d += kLanes) store_f32(a.out + h * dim + d, vf{});
+  const uint32_t dim = a.head_dim, group = a.group_heads;
+  const uint32_t head_begin = a.kv_begin * group, head_end = a.kv_end * group;
+  for (uint32_t h = head_begin; h < head_end; ++h) {
+    a.max_score[h] = -__builtin_inff();
+    a.weight_sum[h] = 0.0f;
+    for (uint32_t d = 0; d < dim; d += kLanes) store_f32(a.sums + h * dim + d, vf{});
   }
-  for (uint32_t start = 0; start < a.positions; start += kBlock) {
+  for (uint32_t start = a.begin; start < a.end; start += kBlock) {
     const uint32_t logical = start / kBlock;
     const size_t physical = a.table ? a.table[logical] : logical;
-    const uint16_t* k_block = a.k_layer + physical * a.block_stride + a.kv_offset;
-    const uint16_t* v_block = a.v_layer + physical * a.block_stride + a.kv_offset;
-    const uint32_t count = a.positions - start < uint32_t(kBlock) ? a.positions - start : uint32_t(kBlock);
-    for (uint32_t h = 0; h < a.group_heads; ++h) {
-      const float* q = a.q + h * dim;
-      float block_max = -__builtin_inff();
-      for (uint32_t j = 0; j < count; ++j) {
-        a.scratch[j] = dot_bf16(q, k_block + j * kv_width, dim) * a.scale;
-        block_max = a.scratch[j] > block_max ? a.scratch[j] : block_max;
+    const uint16_t* k_block = a.k_layer + physical * a.block_stride;
+    const uint16_t* v_block = a.v_layer + physical * a.block_stride;
+    const uint32_t count = a.end - start < uint32_t(kBlock) ? a.end - start : uint32_t(kBlock);
+    // Ask for the next block of this chunk while this one is computed: its rows are 4 KiB apart
+    // per head range, a pattern the hardware prefetchers pick up late.
+    if (start + kBlock < a.end) {
+      const size_t next = a.table ? a.table[logical + 1] : logical + 1;
+      const uint32_t next_count = a.end - start - kBlock < uint32_t(kBlock) ? a.end - start - kBlock : uint32_t(kBlock);
+      const size_t first = size_t(a.kv_begin) * dim * 2, last = size_t(a.kv_end) * dim * 2;
+      for (uint32_t j = 0; j < next_count; ++j) {
+        const char* k_row = reinterpret_cast<const char*>(a.k_layer + next * a.block_stride + j * a.kv_width);
+        const char* v_row = reinterpret_cast<const char*>(a.v_layer + next * a.block_stride + j * a.kv_width);
+        for (size_t byte = first; byte < last; byte += 64) {
+          __builtin_prefetch(k_row + byte);
+          __builtin_prefetch(v_row + byte);
+        }
       }
-      // Online softmax: rescale what was summed so far to the new maximum, then add this block.
-      const float new_max = block_max > max_score[h] ? block_max : max_score[h];
-      const float correction = __builtin_expf(max_score[h] - new_max);
-      float* out = a.out + h * dim;
-      weight_sum[h] *= correction;
-      for (uint32_t d = 0; d < dim; d += kLanes) store_f32(out + d, load_f32(out + d) * correction);
-      for (uint32_t j = 0; j < count; ++j) {
-        const float p = __builtin_expf(a.scratch[j] - new_max);
-        weight_sum[h] += p;
-        const vf pv = splat(p);
-        const uint16_t* v = v_block + j * kv_width;
-        for (uint32_t d = 0; d < dim; d += kLanes) store_f32(out + d, madd(pv, load_bf16(v + d), load_f32(out + d)));
-      }
-      max_score[h] = new_max;
     }
-  }
-  for (uint32_t h = 0; h < a.group_heads; ++h) {
-    const vf inverse = splat(1.0f / weight_sum[h]);
-    for (uint32_t d = 0; d < dim; d += kLanes) store_f32(a.out + h * dim + d, load_f32(a.out + h * dim + d) * inverse);
+    // Scores, four positions at a time, every head of the job per position group: the K rows are
+    // read front to back, one stream the prefetcher follows.
+    for (uint32_t j = 0; j < count; j += 4) {
+      const uint32_t rows = count - j < 4 ? count - j : 4;
+      for (uint32_t h = head_begin; h < head_end; ++h)
+        scores_of_rows(a.q + h * dim, k_block + j * a.kv_width + h / group * dim, a.kv_width, rows, dim, a.scale,
+                       a.scores + h * kBlock + j);
+    }
+    // Online softmax: rescale what each head summed so far to its new maximum, then weigh this
+    // block's positions.
+    for (uint32_t h = head_begin; h < head_end; ++h) {
+      float* scores = a.scores + h * kBlock;
+      float block_max = -__builtin_inff();
+      for (uint32_t j = 0; j < count; ++j) block_max = scores[j] > block_max ? scores[j] : block_max;
+      const float new_max = block_max > a.max_score[h] ? block_max : a.max_score[h];
+      const float correction = __builtin_expf(a.max_score[h] - new_max);
+      if (correction != 1.0f) {
+        a.weight_sum[h] *= correction;
+        float* sums = a.sums + h * dim;
+        for (uint32_t d = 0; d < dim; d += kLanes) store_f32(sums + d, load_f32(sums + d) * splat(correction));
+      }
+      for (int v = 0; v < kVecs; ++v)
+        store_f32(scores + v * kLanes, exp_nonpositive(load_f32(scores + v * kLanes) - splat(new_max)));
+      float total = a.weight_sum[h];
+      for (uint32_t j = 0; j < count; ++j) total += scores[j];
+      a.weight_sum[h] = total;
+      a.max_score[h] = new_max;
+    }
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint16_t* v_row = v_block + j * a.kv_width;
+      for (uint32_t h = head_begin; h < head_end; ++h) {
+        const vf p = splat(a.scores[h * kBlock + j]);
+        const uint16_t* v = v_row + h / group * dim;
+        float* sums = a.sums + h * dim;
+        for (uint32_t d = 0; d < dim; d += kLanes) store_f32(sums + d, madd(p, load_bf16(v + d), load_f32(sums + d)));
+      }
+    }
   }
 }
 

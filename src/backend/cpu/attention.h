@@ -1,0 +1,54 @@
+// Attention of a pass's tokens for one layer, spread over the thread pool. Each token's positions
+// fall into fixed chunks (kAttentionChunk); a job is one chunk of one token for a slice of the KV
+// heads, and writes a partial. The partials of a token are then folded in chunk order. The
+// chunks and the fold are fixed by positions alone, so a token's result is bitwise the same
+// whatever else is in the pass and however many threads there are; only the slicing of heads and
+// the spreading of jobs, which change no arithmetic, adapt to the batch so that every thread has
+// work, also when a single token decodes at a long context.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/kernels.h"
+#include "backend/cpu/thread_pool.h"
+#include "registry/registry.h"
+
+namespace kipp::cpu {
+
+// One token of the pass as attention sees it.
+struct AttentionQuery {
+  const float* q;           // q_heads x head_dim, normed and rotated
+  float* out;               // q_heads x head_dim
+  const uint16_t* k_layer;  // the layer's K and V store of the token's session
+  const uint16_t* v_layer;
+  const uint32_t* table;    // null for identity
+  uint32_t positions;       // the token's position + 1
+};
+
+class AttentionRunner {
+ public:
+  AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels);
+
+  void run(std::span<const AttentionQuery> queries);
+
+  // Bytes of partials and scratch held.
+  uint64_t bytes() const { return (partials_.size() + scores_.size()) * sizeof(float); }
+
+ private:
+  void run_wave(std::span<const AttentionQuery> queries);
+  float* partial(uint32_t index) { return partials_.data() + size_t(index) * partial_floats_; }
+
+  const Checkpoint& c_;
+  ThreadPool& pool_;
+  const Kernels& k_;
+  uint32_t capacity_;         // partials held at once (at least one token's at full context)
+  size_t partial_floats_;     // q_heads x (head_dim + 2)
+  std::vector<float> partials_;
+  std::vector<float> scores_;  // 32 per query head per thread
+  std::vector<uint32_t> first_partial_;  // per query of a wave
+};
+
+}  // namespace kipp::cpu
