@@ -1,7 +1,8 @@
 // `kipp bench --model FILE [-p 512] [-n 128] [--depth D] [--threads N] [--reps R] [--backend B] [--json]`:
 // load time, prefill and decode speed (and decode after D cached tokens), peak RSS and the memory
-// the process uses beyond the mapped weights and the KV cache. Every speed is the median of R
-// runs with its range. Prompts are seeded random ids (speed does not depend on the values).
+// the process uses beyond the mapped weights and the KV cache, and the decode roofline (measured
+// read bandwidth / weight bytes per token). Every speed is the median of R runs with its range.
+// Prompts are seeded random ids (speed does not depend on the values).
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -12,7 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_features.h"
 #include "cli/commands.h"
+#include "cli/memory_bandwidth.h"
 #include "model/model_file.h"
 #include "util/files.h"
 #include "util/stats.h"
@@ -141,6 +144,12 @@ Status run_bench(const BenchArgs& args) {
   const uint64_t accounted = kv_bytes + backend->copied_weight_bytes();
   other_memory = anonymous > accounted ? anonymous - accounted : 0;
   const uint64_t peak = peak_rss_bytes();
+  // Measured last, so that its buffer is not in the peak RSS above.
+  const unsigned threads = args.threads ? args.threads : cpu::physical_cores();
+  const double bandwidth = read_bandwidth_gb_per_s(threads);
+  const uint64_t bytes_per_token = weight_bytes_per_token(model->weights());
+  const double roofline = bandwidth * 1e9 / double(bytes_per_token);
+  const double decode_share = decodes.empty() ? 0.0 : summarize(decodes).median / roofline;
 
   if (args.json) {
     nlohmann::json out = {{"model", args.model}, {"checkpoint", c.id}, {"backend", backend->describe()},
@@ -149,7 +158,9 @@ Status run_bench(const BenchArgs& args) {
                           {"prefill_tokens_per_second", summary_json(prefills)},
                           {"decode_tokens_per_second", summary_json(decodes)}, {"peak_rss_bytes", peak},
                           {"kv_cache_bytes", kv_bytes}, {"copied_weight_bytes", backend->copied_weight_bytes()},
-                          {"memory_beyond_weights_and_kv_bytes", other_memory}};
+                          {"memory_beyond_weights_and_kv_bytes", other_memory},
+                          {"read_bandwidth_gb_per_s", bandwidth}, {"weight_bytes_per_token", bytes_per_token},
+                          {"decode_roofline_tokens_per_second", roofline}};
     if (args.depth > 0) {
       out["decode_at_depth_tokens_per_second"] = summary_json(deep_decodes);
       out["depth_fill_tokens_per_second"] = depth_fill;
@@ -172,6 +183,11 @@ Status run_bench(const BenchArgs& args) {
   std::printf("KV cache             %9.1f MiB (%u positions)\n", double(kv_bytes) / (1 << 20), capacity);
   std::printf("other memory         %9.1f MiB (scratch, tables, stacks: anonymous memory less KV and weights)\n",
               double(other_memory) / (1 << 20));
+  std::printf("read bandwidth       %9.2f GB/s (streaming read, %u threads, median of 5)\n", bandwidth, threads);
+  std::printf("decode roofline      %9.2f tok/s (bandwidth / %.1f MiB of weights per token)", roofline,
+              double(bytes_per_token) / (1 << 20));
+  if (decode_share > 0) std::printf("; decode at %.0f%% of it", 100 * decode_share);
+  std::printf("\n");
   return {};
 }
 

@@ -77,4 +77,13 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& chec
   return weights;
 }
 
+uint64_t weight_bytes_per_token(const ModelWeights& w) {
+  uint64_t bytes = w.output_norm.bytes + w.lm_head.bytes + w.token_embedding.bytes / w.token_embedding.rows;
+  for (const LayerWeights& l : w.layers)
+    for (const WeightView* view : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
+                                   &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+      bytes += view->bytes;
+  return bytes;
+}
+
 }  // namespace kipp

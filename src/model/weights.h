@@ -42,6 +42,10 @@ struct ModelWeights {
   WeightView lm_head;          // [vocab, hidden]: the token embedding itself when tied
 };
 
+// Bytes of weights one decode step reads: every layer tensor, the output norm and head, and one
+// row of the token embedding. Divided into a memory bandwidth, this is the decode roofline.
+uint64_t weight_bytes_per_token(const ModelWeights& weights);
+
 // Checks the tensor directory against the entry (exact set, types, shapes) and binds views.
 Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme);
 

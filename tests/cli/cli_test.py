@@ -139,6 +139,17 @@ class Bench(unittest.TestCase):
         self.assertEqual(report["kv_cache_bytes"], 96 * 2 * 2 * 1024 * 2)
         self.assertGreater(report["copied_weight_bytes"], 0)
         self.assertLess(report["memory_beyond_weights_and_kv_bytes"], 64 << 20)
+        # The roofline's bytes, from the tiny config (2 layers, hidden 256, ffn 768, 8 heads of 128,
+        # tied): Q8_0 projections (34 bytes per 32 weights), FP32 norms, the BF16 embedding read in
+        # full as the output head plus one row for the lookup.
+        projections = 3 * 1024 * 256 + 256 * 1024 + 3 * 768 * 256
+        norms = 256 + 128 + 128 + 256
+        embedding = 151936 * 256 * 2
+        expected = 2 * (projections // 32 * 34 + norms * 4) + 256 * 4 + embedding + 256 * 2
+        self.assertEqual(report["weight_bytes_per_token"], expected)
+        self.assertGreater(report["read_bandwidth_gb_per_s"], 0)
+        self.assertAlmostEqual(report["decode_roofline_tokens_per_second"],
+                               report["read_bandwidth_gb_per_s"] * 1e9 / expected, delta=1e-6)
 
     def test_refuses_more_than_the_context(self):
         model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")

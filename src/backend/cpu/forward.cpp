@@ -283,9 +283,10 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   if (threads == 0) threads = cpu::physical_cores();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
   auto pool = std::make_unique<cpu::ThreadPool>(threads);
-  KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed, cpu::PackedWeights::pack(model.weights(), *pool));
-  return std::unique_ptr<BackendModel>(
-      new cpu::Model(model, std::move(pool), std::move(packed), cpu::kernels_for(isa)));
+  const cpu::Kernels& kernels = cpu::kernels_for(isa);
+  KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed,
+              cpu::PackedWeights::pack(model.weights(), *pool, kernels.lanes));
+  return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(pool), std::move(packed), kernels));
 }
 
 }  // namespace kipp

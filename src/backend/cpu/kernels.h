@@ -66,6 +66,7 @@ void quantize_activation(const float* x, uint32_t n, int16_t* out, float* scale)
 
 struct Kernels {
   const char* isa;
+  uint32_t lanes;  // floats per vector; packed BF16 weights are interleaved for it
   void (*matmul)(const MatmulArgs&);
   void (*attention)(const AttentionArgs&);
 };

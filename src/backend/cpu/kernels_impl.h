@@ -178,11 +178,15 @@ BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
   return ref;
 }
 
-// Vector v (elements v * kLanes ...) of an FP32 or BF16 block, widened to FP32 exactly.
+// Vector v (elements v * kLanes ...) of an FP32 or BF16 block, widened to FP32 exactly. Packed
+// BF16 blocks hold, in the 32-bit lane i of each pair of vectors, element i in the low word and
+// element i + kLanes in the high one (packed_weights.h): one shift or one mask widens a vector.
 template <WeightFormat F>
 vf widen(const BlockRef& b, int v) {
   if constexpr (F == WeightFormat::f32) return load_f32(reinterpret_cast<const float*>(b.bytes) + v * kLanes);
-  return load_bf16(reinterpret_cast<const uint16_t*>(b.bytes) + v * kLanes);
+  vu32 pair;
+  __builtin_memcpy(&pair, b.bytes + (v / 2) * 4 * kLanes, sizeof pair);
+  return (vf)(v % 2 == 0 ? pair << 16 : pair & 0xFFFF0000u);
 }
 
 // Vector v (elements 2 kLanes v ...) of a Q8_0 or Q4_1 block as int16.
@@ -403,7 +407,7 @@ void attention(const AttentionArgs& a) {
 }  // namespace
 
 const Kernels& kernels() {
-  static const Kernels table{KIPP_KERNEL_NAME, matmul, attention};
+  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention};
   return table;
 }
 

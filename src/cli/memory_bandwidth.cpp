@@ -1,0 +1,35 @@
+#include "cli/memory_bandwidth.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "util/stats.h"
+
+namespace kipp::cli {
+
+double read_bandwidth_gb_per_s(unsigned threads, uint64_t bytes, int passes) {
+  if (threads == 0) threads = 1;
+  std::vector<uint64_t> buffer(bytes / sizeof(uint64_t));
+  for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = i;  // touch every page before timing
+  std::atomic<uint64_t> sink{0};  // every sum lands here, so no read can be left out
+  std::vector<double> rates;
+  for (int pass = 0; pass < passes; ++pass) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        const size_t begin = buffer.size() * t / threads, end = buffer.size() * (t + 1) / threads;
+        uint64_t sum = 0;
+        for (size_t i = begin; i < end; ++i) sum += buffer[i];
+        sink.fetch_add(sum, std::memory_order_relaxed);
+      });
+    for (std::thread& worker : workers) worker.join();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rates.push_back(double(buffer.size() * sizeof(uint64_t)) / seconds / 1e9);
+  }
+  return summarize(rates).median;
+}
+
+}  // namespace kipp::cli
