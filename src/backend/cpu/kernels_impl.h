@@ -83,11 +83,22 @@ vf madd(vf a, vf b, vf c) {
 
 // The 16 (or 8, 4) lanes summed in a fixed tree: halves, then quarters, down to one.
 float reduce(vf v) {
+#if KIPP_LANES == 16 || KIPP_LANES == 8
+#if KIPP_LANES == 16
+  const __m256 eight = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+#else
+  const __m256 eight = v;
+#endif
+  __m128 four = _mm_add_ps(_mm256_castps256_ps128(eight), _mm256_extractf128_ps(eight, 1));
+  four = _mm_add_ps(four, _mm_movehl_ps(four, four));
+  return _mm_cvtss_f32(_mm_add_ss(four, _mm_shuffle_ps(four, four, 1)));
+#else
   float lanes[kLanes];
   __builtin_memcpy(lanes, &v, sizeof v);
   for (int width = kLanes / 2; width >= 1; width /= 2)
     for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
   return lanes[0];
+#endif
 }
 
 vi16 load_i16(const int16_t* p) {
@@ -200,7 +211,9 @@ vi16 widen_i16(const BlockRef& b, int v) {
 // c = 32 b + kLanes v + i in increasing b, then v: an order no tile shape changes.
 template <WeightFormat F, int R, int T>
 void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
-  vf acc[R][T] = {};
+  vf acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
   const uint64_t blocks = a.weight->cols / kBlock;
   const float* x = a.x + token0 * a.x_stride;
   for (uint64_t b = 0; b < blocks; ++b) {
@@ -226,7 +239,9 @@ void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
 // order; the token's activation scale multiplies the lane total at the end.
 template <WeightFormat F, int R, int T>
 void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
-  vf acc[R][T] = {};
+  vf acc[R][T];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
   const uint64_t blocks = a.weight->cols / kBlock;
   const int16_t* x = a.x_int16 + token0 * a.x_stride;
   for (uint64_t b = 0; b < blocks; ++b) {
