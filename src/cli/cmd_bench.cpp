@@ -124,6 +124,10 @@ Status run_bench(const BenchArgs& args) {
     KIPP_ASSIGN(double prefill, bench.prefill(*session, prompt));
     prefills.push_back(prefill);
     if (args.generate == 0) continue;
+    // Decode starts from an empty context (one untimed token), as llama-bench's tg does; decode
+    // after a context is what --depth measures.
+    session->reset();
+    KIPP_TRY(bench.prefill(*session, std::span(prompt).first(1)));
     KIPP_ASSIGN(double decode, bench.decode(*session, args.generate));
     decodes.push_back(decode);
   }

@@ -10,6 +10,9 @@ namespace {
 // a few thousand positions goes through in a handful of waves.
 constexpr uint32_t kMinPartials = 512;
 
+// The kernels walk head_dim in runs of 8 vectors of up to 16 floats.
+static_assert(family::head_dim % 128 == 0);
+
 uint32_t chunks_of(const AttentionQuery& query) { return (query.positions + kAttentionChunk - 1) / kAttentionChunk; }
 
 }  // namespace

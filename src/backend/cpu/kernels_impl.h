@@ -407,13 +407,22 @@ void attention(const AttentionArgs& a) {
       a.weight_sum[h] = total;
       a.max_score[h] = new_max;
     }
-    for (uint32_t j = 0; j < count; ++j) {
-      const uint16_t* v_row = v_block + j * a.kv_width;
-      for (uint32_t h = head_begin; h < head_end; ++h) {
-        const vf p = splat(a.scores[h * kBlock + j]);
-        const uint16_t* v = v_row + h / group * dim;
-        float* sums = a.sums + h * dim;
-        for (uint32_t d = 0; d < dim; d += kLanes) store_f32(sums + d, madd(p, load_bf16(v + d), load_f32(sums + d)));
+    // Weighted V rows: each head's sums stay in registers, kSumVecs vectors at a time, while the
+    // block's rows go by (the order per element is still position by position).
+    constexpr int kSumVecs = 8;
+    for (uint32_t h = head_begin; h < head_end; ++h) {
+      const uint16_t* v_head = v_block + h / group * dim;
+      const float* weights = a.scores + h * kBlock;
+      float* sums = a.sums + h * dim;
+      for (uint32_t d0 = 0; d0 < dim; d0 += kSumVecs * kLanes) {
+        vf acc[kSumVecs];
+        for (int i = 0; i < kSumVecs; ++i) acc[i] = load_f32(sums + d0 + i * kLanes);
+        for (uint32_t j = 0; j < count; ++j) {
+          const vf p = splat(weights[j]);
+          const uint16_t* v = v_head + j * a.kv_width + d0;
+          for (int i = 0; i < kSumVecs; ++i) acc[i] = madd(p, load_bf16(v + i * kLanes), acc[i]);
+        }
+        for (int i = 0; i < kSumVecs; ++i) store_f32(sums + d0 + i * kLanes, acc[i]);
       }
     }
   }
