@@ -207,13 +207,19 @@ vi16 widen_i16(const BlockRef& b, int v) {
   return nibbles_to_i16(b.bytes, v);
 }
 
+// Accumulators set one by one (an aggregate zero-fill made compilers clear a stack copy).
+template <int R, int T>
+void clear(vf (&acc)[R][T]) {
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
+}
+
 // An R rows x T tokens register tile. Accumulator (r, t) lane i sums the products of columns
 // c = 32 b + kLanes v + i in increasing b, then v: an order no tile shape changes.
 template <WeightFormat F, int R, int T>
 void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   vf acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
+  clear(acc);
   const uint64_t blocks = a.weight->cols / kBlock;
   const float* x = a.x + token0 * a.x_stride;
   for (uint64_t b = 0; b < blocks; ++b) {
@@ -240,8 +246,7 @@ void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
 template <WeightFormat F, int R, int T>
 void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   vf acc[R][T];
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
+  clear(acc);
   const uint64_t blocks = a.weight->cols / kBlock;
   const int16_t* x = a.x_int16 + token0 * a.x_stride;
   for (uint64_t b = 0; b < blocks; ++b) {
