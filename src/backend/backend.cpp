@@ -1,5 +1,7 @@
 #include "backend/backend.h"
 
+#include "backend/cpu/cpu_features.h"
+
 namespace kipp {
 
 Status destroy_backend(std::unique_ptr<BackendModel>& model) {
@@ -10,6 +12,8 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model) {
   model.reset();
   return {};
 }
+
+unsigned default_cpu_threads() { return cpu::physical_cores(); }
 
 std::span<const std::string_view> backend_names() {
   static constexpr std::string_view names[] = {"cpu", "cpu-ref"};

@@ -90,6 +90,9 @@ struct BackendOptions {
   unsigned threads = 0;  // CPU threads; 0 = one per physical core
 };
 
+// The threads a CPU backend runs when asked for 0: one per physical core.
+unsigned default_cpu_threads();
+
 // The backends this build offers, by the names the CLI's --backend takes; the first is the default.
 std::span<const std::string_view> backend_names();
 Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model,

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
-#include "backend/cpu/cpu_features.h"
 #include "cli/commands.h"
 #include "cli/memory_bandwidth.h"
 #include "model/model_file.h"
@@ -149,7 +148,7 @@ Status run_bench(const BenchArgs& args) {
   other_memory = anonymous > accounted ? anonymous - accounted : 0;
   const uint64_t peak = peak_rss_bytes();
   // Measured last, so that its buffer is not in the peak RSS above.
-  const unsigned threads = args.threads ? args.threads : cpu::physical_cores();
+  const unsigned threads = args.threads ? args.threads : default_cpu_threads();
   const double bandwidth = read_bandwidth_gb_per_s(threads);
   const uint64_t bytes_per_token = weight_bytes_per_token(model->weights());
   const double roofline = bandwidth * 1e9 / double(bytes_per_token);

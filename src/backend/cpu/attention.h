@@ -34,9 +34,6 @@ class AttentionRunner {
 
   void run(std::span<const AttentionQuery> queries);
 
-  // Bytes of partials and scratch held.
-  uint64_t bytes() const { return (partials_.size() + scores_.size()) * sizeof(float); }
-
  private:
   void run_wave(std::span<const AttentionQuery> queries);
   float* partial(uint32_t index) { return partials_.data() + size_t(index) * partial_floats_; }

@@ -28,8 +28,6 @@ typedef float vf __attribute__((vector_size(4 * kLanes)));
 typedef uint32_t vu32 __attribute__((vector_size(4 * kLanes)));
 typedef int32_t vi32 __attribute__((vector_size(4 * kLanes)));
 typedef uint16_t vu16 __attribute__((vector_size(2 * kLanes)));
-typedef int8_t vi8 __attribute__((vector_size(kLanes)));
-typedef uint8_t vu8 __attribute__((vector_size(kLanes)));
 // 2 x kLanes int16: the pairs one multiply-add instruction turns into kLanes int32 sums.
 typedef int16_t vi16 __attribute__((vector_size(4 * kLanes)));
 typedef int8_t vi8x2 __attribute__((vector_size(2 * kLanes)));

@@ -35,7 +35,8 @@ void interleave_bf16(const uint8_t* source, uint32_t lanes, uint8_t* destination
 
 Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes) {
   if (view.rows % kPackRows != 0 || view.cols % 32 != 0)
-    return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPackRows);
+    return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPackRows,
+                " and columns of 32");
   const uint32_t size = block_bytes(view.format);
   const uint64_t blocks = view.cols / 32;
   std::unique_ptr<uint8_t[]> packed(new (std::nothrow) uint8_t[view.bytes]);
