@@ -47,20 +47,27 @@ void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
     first_partial_.push_back(total);
     total += chunks_of(query);
   }
-  // Slice the KV heads only as far as it takes to give every thread a few jobs.
+  // Many tokens (a prefill) take one KV head per job, jobs ordered head by head: consecutive
+  // jobs of a thread then read the same head's K and V rows, a few hundred KiB that stay in
+  // cache from one token to the next. Few tokens slice the KV heads only as far as it takes to
+  // give every thread a few jobs.
   const uint32_t kv_heads = c_.kv_heads(), threads = pool_.size();
   uint32_t slices = 1;
-  while (slices < kv_heads && kv_heads % (2 * slices) == 0 && uint64_t(total) * slices < 2ull * threads) slices *= 2;
+  if (queries.size() >= threads) {
+    slices = kv_heads;
+  } else {
+    while (slices < kv_heads && kv_heads % (2 * slices) == 0 && uint64_t(total) * slices < 2ull * threads) slices *= 2;
+  }
   const uint32_t jobs = total * slices, dim = c_.head_dim(), group = c_.q_heads / kv_heads;
   const uint32_t q_heads = c_.q_heads;
 
   pool_.run([&](unsigned index, unsigned count) {
     const Range range = split(jobs, index, count);
-    // Jobs are numbered query by query, chunk by chunk, slice by slice; walk to the first one.
-    size_t query = 0;
+    // Jobs are numbered slice by slice, then query by query, chunk by chunk.
     for (uint32_t job = range.begin; job < range.end; ++job) {
-      const uint32_t p = job / slices, slice = job % slices;
-      while (query + 1 < queries.size() && first_partial_[query + 1] <= p) ++query;
+      const uint32_t slice = job / total, p = job % total;
+      const size_t query =
+          size_t(std::upper_bound(first_partial_.begin(), first_partial_.end(), p) - first_partial_.begin()) - 1;
       const AttentionQuery& qr = queries[query];
       const uint32_t chunk = p - first_partial_[query];
       const uint32_t begin = chunk * kAttentionChunk;

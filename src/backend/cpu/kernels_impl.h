@@ -1,7 +1,8 @@
 // The single source of every kernel set. A kernels_<isa>.cpp file defines KIPP_KERNEL_NS (its
 // namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS and
-// KIPP_TILE_TOKENS (the register tile of a token tile), includes this file, and is compiled with
-// that instruction set's flags.
+// KIPP_TILE_TOKENS (the register tile of a token tile over Q8_0 and Q4_1 weights),
+// KIPP_TILE_PANELS and KIPP_PANEL_TOKENS (the same over FP32 and BF16 weights), includes this
+// file, and is compiled with that instruction set's flags.
 //
 // Nothing here may be an inline function or template with external linkage shared with other
 // files (std:: templates included): the linker would keep one copy, compiled for whichever
@@ -21,6 +22,9 @@ namespace {
 constexpr int kLanes = KIPP_LANES;
 constexpr int kTileRows = KIPP_TILE_ROWS;
 constexpr int kTileTokens = KIPP_TILE_TOKENS;
+constexpr int kTilePanels = KIPP_TILE_PANELS;
+constexpr int kPanelTokens = KIPP_PANEL_TOKENS;
+constexpr int kPanelVecs = int(kPanelRows) / kLanes;  // vectors of one panel column
 constexpr int kBlock = 32;               // weights per quantization block
 constexpr int kVecs = kBlock / kLanes;   // vectors per block
 
@@ -162,17 +166,13 @@ struct BlockRef {
   float scale, min;
 };
 
-// Weights are packed (packed_weights.h): groups of kPackRows rows, block by block.
+// Q8_0 and Q4_1 weights are packed (packed_weights.h) in groups of kPackRows rows, block by block.
 template <WeightFormat F>
 BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
   const WeightView& w = *a.weight;
   const uint64_t index = (row / kPackRows * (w.cols / kBlock) + block) * kPackRows + row % kPackRows;
   BlockRef ref{};
-  if constexpr (F == WeightFormat::f32) {
-    ref.bytes = w.data + index * kBlock * 4;
-  } else if constexpr (F == WeightFormat::bf16) {
-    ref.bytes = w.data + index * kBlock * 2;
-  } else if constexpr (F == WeightFormat::q8_0) {
+  if constexpr (F == WeightFormat::q8_0) {
     const uint8_t* p = w.data + index * 34;  // ggml Q8_0: fp16 scale, 32 x int8
     uint16_t scale_bits;
     __builtin_memcpy(&scale_bits, p, 2);
@@ -185,17 +185,6 @@ BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
     ref = {p + 4, a.fp16_table[scale_bits], a.fp16_table[min_bits]};
   }
   return ref;
-}
-
-// Vector v (elements v * kLanes ...) of an FP32 or BF16 block, widened to FP32 exactly. Packed
-// BF16 blocks hold, in the 32-bit lane i of each pair of vectors, element i in the low word and
-// element i + kLanes in the high one (packed_weights.h): one shift or one mask widens a vector.
-template <WeightFormat F>
-vf widen(const BlockRef& b, int v) {
-  if constexpr (F == WeightFormat::f32) return load_f32(reinterpret_cast<const float*>(b.bytes) + v * kLanes);
-  vu32 pair;
-  __builtin_memcpy(&pair, b.bytes + (v / 2) * 4 * kLanes, sizeof pair);
-  return (vf)(v % 2 == 0 ? pair << 16 : pair & 0xFFFF0000u);
 }
 
 // Vector v (elements 2 kLanes v ...) of a Q8_0 or Q4_1 block as int16.
@@ -212,35 +201,12 @@ void clear(vf (&acc)[R][T]) {
     for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
 }
 
-// An R rows x T tokens register tile. Accumulator (r, t) lane i sums the products of columns
-// c = 32 b + kLanes v + i in increasing b, then v: an order no tile shape changes.
-template <WeightFormat F, int R, int T>
-void tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
-  vf acc[R][T];
-  clear(acc);
-  const uint64_t blocks = a.weight->cols / kBlock;
-  const float* x = a.x + token0 * a.x_stride;
-  for (uint64_t b = 0; b < blocks; ++b) {
-    BlockRef ref[R];
-    for (int r = 0; r < R; ++r) ref[r] = block_ref<F>(a, row0 + r, b);
-    for (int v = 0; v < kVecs; ++v) {
-      vf w[R];
-      for (int r = 0; r < R; ++r) w[r] = widen<F>(ref[r], v);
-      const float* column = x + b * kBlock + v * kLanes;
-      for (int t = 0; t < T; ++t) {
-        const vf xv = load_f32(column + t * a.x_stride);
-        for (int r = 0; r < R; ++r) acc[r][t] = madd(w[r], xv, acc[r][t]);
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]);
-}
-
-// The same tile for Q8_0 and Q4_1 weights against int16 activations. Per block, the products of
-// a row and a token are summed exactly (integer pairs, then lanes of kLanes int32), converted,
-// and accumulated as scale * sum (+ minimum * the block's activation sum for Q4_1) in block
-// order; the token's activation scale multiplies the lane total at the end.
+// An R rows x T tokens register tile of Q8_0 or Q4_1 weights against int16 activations.
+// Accumulator (r, t) lane i takes, block by block, the exact integer sum of the block's products
+// in its lane (integer pairs, then columns 32 b + 2 kLanes v + 2i, + 1 in increasing v),
+// converted and multiplied by the block's scale (+ minimum * the lane's activation sum for
+// Q4_1); the lanes are summed in a fixed tree at the end and the token's activation scale
+// multiplies the total. No tile shape changes that order.
 template <WeightFormat F, int R, int T>
 void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   vf acc[R][T];
@@ -277,15 +243,6 @@ void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
     for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]) * a.x_scale[token0 + t];
 }
 
-template <WeightFormat F, int R, int T>
-void any_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
-  if constexpr (F == WeightFormat::q8_0 || F == WeightFormat::affine4) {
-    tile_int16<F, R, T>(a, row0, token0);
-  } else {
-    tile<F, R, T>(a, row0, token0);
-  }
-}
-
 // A single token streams a whole packed group of rows at once; a token tile reuses each
 // widened weight T times over fewer rows. Either way each element's order is the same.
 template <WeightFormat F, int T>
@@ -293,15 +250,15 @@ void rows_of_tile(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uin
   constexpr int kRows = T == 1 ? int(kPackRows) : kTileRows;
   static_assert(kPackRows % kRows == 0, "a tile must not straddle two packed row groups");
   uint32_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) any_tile<F, kRows, T>(a, r, token0);
-  for (; r < row_end; ++r) any_tile<F, 1, T>(a, r, token0);
+  for (; r + kRows <= row_end; r += kRows) tile_int16<F, kRows, T>(a, r, token0);
+  for (; r < row_end; ++r) tile_int16<F, 1, T>(a, r, token0);
 }
 
 // Rows in chunks whose weights stay in cache while every token tile passes over them.
 constexpr uint32_t kRowChunk = 64;
 
 template <WeightFormat F>
-void matmul_format(const MatmulArgs& a) {
+void matmul_blocks(const MatmulArgs& a) {
   for (uint32_t chunk = a.row_begin; chunk < a.row_end; chunk += kRowChunk) {
     const uint32_t chunk_end = chunk + kRowChunk < a.row_end ? chunk + kRowChunk : a.row_end;
     uint32_t t = 0;
@@ -310,12 +267,105 @@ void matmul_format(const MatmulArgs& a) {
   }
 }
 
+// Vector v of one column of a panel (kPanelRows values, packed_weights.h), widened to FP32
+// exactly: for BF16 one shift or one mask of an interleaved pair, or (16 lanes) one conversion.
+template <WeightFormat F>
+vf widen_column(const uint8_t* column, int v) {
+  if constexpr (F == WeightFormat::f32) {
+    return load_f32(reinterpret_cast<const float*>(column) + v * kLanes);
+  } else if constexpr (kLanes == int(kPanelRows)) {
+    return load_bf16(reinterpret_cast<const uint16_t*>(column));
+  } else {
+    vu32 pair;
+    __builtin_memcpy(&pair, column + (v / 2) * 4 * kLanes, sizeof pair);
+    return (vf)(v % 2 == 0 ? pair << 16 : pair & 0xFFFF0000u);
+  }
+}
+
+constexpr uint32_t column_bytes(WeightFormat format) { return kPanelRows * (format == WeightFormat::f32 ? 4 : 2); }
+
+// P panels (P kPanelRows rows from row0) x T tokens over columns [c_begin, c_end) of FP32 or
+// BF16 weights, lanes over rows. Every output element is one running FP32 sum, column after
+// column from 0 (kept in `out` between calls): the order of plain sequential dot product,
+// whatever the tile, the batch or the split of columns.
+template <WeightFormat F, int P, int T>
+void panel_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0, uint32_t c_begin, uint32_t c_end) {
+  constexpr int V = P * kPanelVecs;
+  vf acc[V][T];
+  if (c_begin == 0) {
+    clear(acc);
+  } else {
+    for (int v = 0; v < V; ++v)
+      for (int t = 0; t < T; ++t) acc[v][t] = load_f32(a.out[token0 + t] + row0 + v * kLanes);
+  }
+  constexpr uint32_t kColumn = column_bytes(F);
+  const uint64_t panel_bytes = uint64_t(a.weight->cols) * kColumn;
+  const uint8_t* panels = a.weight->data + row0 / kPanelRows * panel_bytes;
+  const float* x = a.x + size_t(token0) * a.x_stride;
+  for (uint32_t c = c_begin; c < c_end; ++c) {
+    vf w[V];
+    for (int p = 0; p < P; ++p)
+      for (int v = 0; v < kPanelVecs; ++v) w[p * kPanelVecs + v] = widen_column<F>(panels + p * panel_bytes + c * kColumn, v);
+    for (int t = 0; t < T; ++t) {
+      const vf xv = splat(x[t * a.x_stride + c]);
+      for (int v = 0; v < V; ++v) acc[v][t] = madd(w[v], xv, acc[v][t]);
+    }
+  }
+  for (int v = 0; v < V; ++v)
+    for (int t = 0; t < T; ++t) store_f32(a.out[token0 + t] + row0 + v * kLanes, acc[v][t]);
+}
+
+// Rows [row_begin, row_end) for tokens token0 .. token0 + T - 1: tiles of P panels, then single
+// panels for what is left.
+template <WeightFormat F, int P, int T>
+void panels_of_rows(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0, uint32_t c_begin,
+                    uint32_t c_end) {
+  uint32_t r = row_begin;
+  for (; r + P * kPanelRows <= row_end; r += P * kPanelRows) panel_tile<F, P, T>(a, r, token0, c_begin, c_end);
+  for (; r < row_end; r += kPanelRows) panel_tile<F, 1, T>(a, r, token0, c_begin, c_end);
+}
+
+// Fewer tokens than a full tile take more panels at a time (kDecodePanels for a single token):
+// enough independent sums to hide the multiply-add latency while the weights stream.
+constexpr int kDecodePanels = 4;
+
+// The last tokens of a pass, fewer than kPanelTokens, in one tile of T = `count` tokens.
+template <WeightFormat F, int T = kPanelTokens - 1>
+void panel_tail(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0, uint32_t count,
+                uint32_t c_begin, uint32_t c_end) {
+  if constexpr (T >= 1) {
+    constexpr int P = kDecodePanels / T > kTilePanels ? kDecodePanels / T : kTilePanels;
+    if (count == uint32_t(T)) return panels_of_rows<F, P, T>(a, row_begin, row_end, token0, c_begin, c_end);
+    panel_tail<F, T - 1>(a, row_begin, row_end, token0, count, c_begin, c_end);
+  }
+}
+
+// Columns per pass over a chunk of rows: the chunk's weights for them (64 rows x 512 columns,
+// 64 KiB in BF16) stay in L2 while every token tile passes, and each tile's activations in L1.
+constexpr uint32_t kColumnBlock = 512;
+constexpr uint32_t kPanelChunk = 64;
+
+template <WeightFormat F>
+void matmul_panels(const MatmulArgs& a) {
+  const uint32_t cols = uint32_t(a.weight->cols);
+  for (uint32_t chunk = a.row_begin; chunk < a.row_end; chunk += kPanelChunk) {
+    const uint32_t chunk_end = chunk + kPanelChunk < a.row_end ? chunk + kPanelChunk : a.row_end;
+    for (uint32_t c = 0; c < cols; c += kColumnBlock) {
+      const uint32_t c_end = c + kColumnBlock < cols ? c + kColumnBlock : cols;
+      uint32_t t = 0;
+      for (; t + kPanelTokens <= a.tokens; t += kPanelTokens)
+        panels_of_rows<F, kTilePanels, kPanelTokens>(a, chunk, chunk_end, t, c, c_end);
+      if (t < a.tokens) panel_tail<F>(a, chunk, chunk_end, t, a.tokens - t, c, c_end);
+    }
+  }
+}
+
 void matmul(const MatmulArgs& a) {
   switch (a.weight->format) {
-    case WeightFormat::f32: return matmul_format<WeightFormat::f32>(a);
-    case WeightFormat::bf16: return matmul_format<WeightFormat::bf16>(a);
-    case WeightFormat::q8_0: return matmul_format<WeightFormat::q8_0>(a);
-    case WeightFormat::affine4: return matmul_format<WeightFormat::affine4>(a);
+    case WeightFormat::f32: return matmul_panels<WeightFormat::f32>(a);
+    case WeightFormat::bf16: return matmul_panels<WeightFormat::bf16>(a);
+    case WeightFormat::q8_0: return matmul_blocks<WeightFormat::q8_0>(a);
+    case WeightFormat::affine4: return matmul_blocks<WeightFormat::affine4>(a);
   }
 }
 
@@ -340,17 +390,48 @@ vf exp_nonpositive(vf x) {
   return p * (vf)exponent;
 }
 
-// Scores of one query head against `count` (<= 4) K rows: one accumulator per row, lanes over
-// head_dim in order, then the fixed lane tree, whatever `count` is.
+// Scores of H query heads (consecutive, sharing one KV head) against 4 K rows of a block, of
+// which the first `count` are wanted: one accumulator per head and row, lanes over head_dim in
+// order, then the fixed lane tree. Each K row is widened once for all H heads. Rows past `count`
+// (still inside the 32-row block) are computed and dropped, which keeps the loop free of branches.
+template <int H>
 void scores_of_rows(const float* q, const uint16_t* k, size_t row_stride, uint32_t count, uint32_t dim, float scale,
                     float* out) {
-  vf acc[4] = {};
+  vf acc[H][4];
+  clear(acc);
   for (uint32_t d = 0; d < dim; d += kLanes) {
-    const vf qv = load_f32(q + d);
-    for (uint32_t j = 0; j < 4; ++j)
-      if (j < count) acc[j] = madd(qv, load_bf16(k + j * row_stride + d), acc[j]);
+    vf rows[4];
+    for (int j = 0; j < 4; ++j) rows[j] = load_bf16(k + j * row_stride + d);
+    for (int h = 0; h < H; ++h) {
+      const vf qv = load_f32(q + h * dim + d);
+      for (int j = 0; j < 4; ++j) acc[h][j] = madd(qv, rows[j], acc[h][j]);
+    }
   }
-  for (uint32_t j = 0; j < count; ++j) out[j] = reduce(acc[j]) * scale;
+  for (int h = 0; h < H; ++h)
+    for (uint32_t j = 0; j < count; ++j) out[h * kBlock + j] = reduce(acc[h][j]) * scale;
+}
+
+// sums[h] += weights[h][j] * V row j for H heads sharing the V rows, j < count, position by
+// position: each head's sums stay in registers, kSumVecs vectors at a time, while the block's
+// rows go by, and each V vector is widened once for all H heads.
+template <int H>
+void weigh_rows(const float* weights, const uint16_t* v, size_t row_stride, uint32_t count, uint32_t dim, float* sums) {
+  constexpr int kSumVecs = 4;
+  for (uint32_t d0 = 0; d0 < dim; d0 += kSumVecs * kLanes) {
+    vf acc[H][kSumVecs];
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < kSumVecs; ++i) acc[h][i] = load_f32(sums + h * dim + d0 + i * kLanes);
+    for (uint32_t j = 0; j < count; ++j) {
+      vf rows[kSumVecs];
+      for (int i = 0; i < kSumVecs; ++i) rows[i] = load_bf16(v + j * row_stride + d0 + i * kLanes);
+      for (int h = 0; h < H; ++h) {
+        const vf p = splat(weights[h * kBlock + j]);
+        for (int i = 0; i < kSumVecs; ++i) acc[h][i] = madd(p, rows[i], acc[h][i]);
+      }
+    }
+    for (int h = 0; h < H; ++h)
+      for (int i = 0; i < kSumVecs; ++i) store_f32(sums + h * dim + d0 + i * kLanes, acc[h][i]);
+  }
 }
 
 void attention(const AttentionArgs& a) {
@@ -382,13 +463,19 @@ void attention(const AttentionArgs& a) {
         }
       }
     }
-    // Scores, four positions at a time, every head of the job per position group: the K rows are
-    // read front to back, one stream the prefetcher follows.
+    // Scores, four positions at a time, every head of the job per position group, query heads in
+    // pairs that share a KV head: the K rows are read front to back, one stream the prefetcher
+    // follows.
     for (uint32_t j = 0; j < count; j += 4) {
       const uint32_t rows = count - j < 4 ? count - j : 4;
-      for (uint32_t h = head_begin; h < head_end; ++h)
-        scores_of_rows(a.q + h * dim, k_block + j * a.kv_width + h / group * dim, a.kv_width, rows, dim, a.scale,
-                       a.scores + h * kBlock + j);
+      for (uint32_t h = head_begin; h < head_end;) {
+        const uint16_t* k = k_block + j * a.kv_width + h / group * dim;
+        float* out = a.scores + h * kBlock + j;
+        const bool pair = (h + 1) % group != 0;  // h + 1 shares h's KV head
+        if (pair) scores_of_rows<2>(a.q + h * dim, k, a.kv_width, rows, dim, a.scale, out);
+        else scores_of_rows<1>(a.q + h * dim, k, a.kv_width, rows, dim, a.scale, out);
+        h += pair ? 2 : 1;
+      }
     }
     // Online softmax: rescale what each head summed so far to its new maximum, then weigh this
     // block's positions.
@@ -410,23 +497,13 @@ void attention(const AttentionArgs& a) {
       a.weight_sum[h] = total;
       a.max_score[h] = new_max;
     }
-    // Weighted V rows: each head's sums stay in registers, kSumVecs vectors at a time, while the
-    // block's rows go by (the order per element is still position by position).
-    constexpr int kSumVecs = 8;
-    for (uint32_t h = head_begin; h < head_end; ++h) {
+    // Weighted V rows, query heads in pairs that share a KV head.
+    for (uint32_t h = head_begin; h < head_end;) {
       const uint16_t* v_head = v_block + h / group * dim;
-      const float* weights = a.scores + h * kBlock;
-      float* sums = a.sums + h * dim;
-      for (uint32_t d0 = 0; d0 < dim; d0 += kSumVecs * kLanes) {
-        vf acc[kSumVecs];
-        for (int i = 0; i < kSumVecs; ++i) acc[i] = load_f32(sums + d0 + i * kLanes);
-        for (uint32_t j = 0; j < count; ++j) {
-          const vf p = splat(weights[j]);
-          const uint16_t* v = v_head + j * a.kv_width + d0;
-          for (int i = 0; i < kSumVecs; ++i) acc[i] = madd(p, load_bf16(v + i * kLanes), acc[i]);
-        }
-        for (int i = 0; i < kSumVecs; ++i) store_f32(sums + d0 + i * kLanes, acc[i]);
-      }
+      const bool pair = (h + 1) % group != 0;
+      if (pair) weigh_rows<2>(a.scores + h * kBlock, v_head, a.kv_width, count, dim, a.sums + h * dim);
+      else weigh_rows<1>(a.scores + h * kBlock, v_head, a.kv_width, count, dim, a.sums + h * dim);
+      h += pair ? 2 : 1;
     }
   }
 }

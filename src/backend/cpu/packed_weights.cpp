@@ -19,42 +19,57 @@ uint32_t block_bytes(WeightFormat format) {
 
 namespace {
 
-// One BF16 block of 32 words, interleaved in runs of 2 x lanes (see the header).
-void interleave_bf16(const uint8_t* source, uint32_t lanes, uint8_t* destination) {
-  uint16_t words[32], interleaved[32];
-  std::memcpy(words, source, sizeof words);
-  for (uint32_t run = 0; run < 32; run += 2 * lanes)
-    for (uint32_t i = 0; i < lanes; ++i) {
-      interleaved[run + 2 * i] = words[run + i];
-      interleaved[run + 2 * i + 1] = words[run + lanes + i];
-    }
-  std::memcpy(destination, interleaved, sizeof interleaved);
+// Where row i of a panel goes among a column's kPanelRows slots (see the header).
+uint32_t panel_slot(WeightFormat format, uint32_t lanes, uint32_t i) {
+  if (format != WeightFormat::bf16 || 2 * lanes > kPanelRows) return i;
+  const uint32_t run = i / (2 * lanes) * (2 * lanes), j = i % (2 * lanes);
+  return j < lanes ? run + 2 * j : run + 2 * (j - lanes) + 1;
+}
+
+// Rows [begin, end) of a FP32 or BF16 matrix (whole panels) into the panel layout.
+template <class Word>
+void pack_panels(const WeightView& view, uint32_t lanes, uint32_t begin, uint32_t end, uint8_t* destination) {
+  uint32_t slot[kPanelRows];
+  for (uint32_t i = 0; i < kPanelRows; ++i) slot[i] = panel_slot(view.format, lanes, i);
+  const Word* source = reinterpret_cast<const Word*>(view.data);
+  Word* packed = reinterpret_cast<Word*>(destination);
+  for (uint64_t row0 = begin; row0 < end; row0 += kPanelRows) {
+    const Word* rows = source + row0 * view.cols;
+    Word* panel = packed + row0 * view.cols;
+    for (uint64_t c = 0; c < view.cols; ++c)
+      for (uint32_t i = 0; i < kPanelRows; ++i) panel[c * kPanelRows + slot[i]] = rows[i * view.cols + c];
+  }
+}
+
+// Rows [begin, end) of a Q8_0 or Q4_1 matrix (whole groups) into groups of blocks.
+void pack_block_groups(const WeightView& view, uint32_t begin, uint32_t end, uint8_t* destination) {
+  const uint32_t size = block_bytes(view.format);
+  const uint64_t blocks = view.cols / 32;
+  for (uint64_t row = begin; row < end; ++row) {
+    const uint8_t* source = view.data + row * blocks * size;
+    const uint64_t group = row / kPackRows, lane = row % kPackRows;
+    for (uint64_t b = 0; b < blocks; ++b)
+      std::memcpy(destination + ((group * blocks + b) * kPackRows + lane) * size, source + b * size, size);
+  }
 }
 
 }  // namespace
 
 Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes) {
-  if (view.rows % kPackRows != 0 || view.cols % 32 != 0)
-    return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPackRows,
+  if (view.rows % kPanelRows != 0 || view.cols % 32 != 0)
+    return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPanelRows,
                 " and columns of 32");
-  const uint32_t size = block_bytes(view.format);
-  const uint64_t blocks = view.cols / 32;
   std::unique_ptr<uint8_t[]> packed(new (std::nothrow) uint8_t[view.bytes]);
   if (!packed) return fail("cannot allocate ", view.bytes >> 20, " MiB for packed weights");
   uint8_t* destination = packed.get();
   pool.run([&](unsigned index, unsigned count) {
-    const Range rows = split(uint32_t(view.rows), index, count, kPackRows);
-    for (uint64_t row = rows.begin; row < rows.end; ++row) {
-      const uint8_t* source = view.data + row * blocks * size;
-      const uint64_t group = row / kPackRows, lane = row % kPackRows;
-      for (uint64_t b = 0; b < blocks; ++b) {
-        uint8_t* block = destination + ((group * blocks + b) * kPackRows + lane) * size;
-        if (view.format == WeightFormat::bf16) {
-          interleave_bf16(source + b * size, lanes, block);
-        } else {
-          std::memcpy(block, source + b * size, size);
-        }
-      }
+    const Range rows = split(uint32_t(view.rows), index, count, kPanelRows);
+    if (rows.begin == rows.end) return;
+    switch (view.format) {
+      case WeightFormat::f32: return pack_panels<uint32_t>(view, lanes, rows.begin, rows.end, destination);
+      case WeightFormat::bf16: return pack_panels<uint16_t>(view, lanes, rows.begin, rows.end, destination);
+      case WeightFormat::q8_0:
+      case WeightFormat::affine4: return pack_block_groups(view, rows.begin, rows.end, destination);
     }
   });
   release_pages(view.data, view.bytes);

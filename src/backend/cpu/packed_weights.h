@@ -1,11 +1,17 @@
-// The projection matrices (and the output head) copied at load into the layout the fast kernels
-// stream: rows in groups of kPackRows, and within a group block b of every row, then block b + 1.
-// A tile of up to kPackRows rows then reads one sequential stream instead of one per row, which
-// on the machines we measured doubles the bandwidth a thread gets. Blocks keep their format's
-// bytes (Q8_0 or Q4_1 blocks, BF16 words). BF16 words are also interleaved for the kernel set's
-// vector width L: within each run of 2L words, word 2i is element i and word 2i + 1 element i + L,
-// so that a kernel widens L of them with one shift or one mask of 32-bit lanes. The mapped source
-// pages are released as each matrix is copied; the token embedding stays mapped for lookups.
+// The projection matrices (and the output head) copied at load into the layouts the fast kernels
+// stream, so that a tile of rows reads one sequential stream instead of one per row (on the
+// machines we measured that doubles the bandwidth a thread gets). The mapped source pages are
+// released as each matrix is copied; the token embedding stays mapped for lookups.
+//
+// Q8_0 and Q4_1 matrices: rows in groups of kPackRows, and within a group block b of every row,
+// then block b + 1; blocks keep their ggml bytes.
+//
+// FP32 and BF16 matrices: rows in panels of kPanelRows, column by column: panel p holds, for
+// column c = 0, 1, ..., the kPanelRows values W[kPanelRows p + i][c]. A kernel multiplies one
+// column of a panel by one activation, its vector lanes over rows. BF16 words are also
+// interleaved for the kernel set's vector width L when 2L <= kPanelRows: within each run of 2L
+// words, word 2i is row i and word 2i + 1 row i + L, so that one shift or one mask of 32-bit
+// lanes widens L of them.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +25,10 @@
 namespace kipp::cpu {
 
 inline constexpr uint32_t kPackRows = 8;
+inline constexpr uint32_t kPanelRows = 16;
+
+// Whether a format is packed in panels (FP32, BF16) rather than in groups of blocks.
+inline bool packs_in_panels(WeightFormat format) { return format == WeightFormat::f32 || format == WeightFormat::bf16; }
 
 // Bytes of one 32-weight block in a format.
 uint32_t block_bytes(WeightFormat format);
