@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make quickstart: pull the default checkpoint (download, verify, convert) and inspect it.
+# make quickstart: pull the default checkpoint (download, verify, convert), inspect it and
+# generate text from it.
 # Where the hub cannot be reached it says so in one line and points to `kipp convert`.
 set -uo pipefail
 kipp=$1 model=$2 models_dir=$3
@@ -12,5 +13,9 @@ if [[ $status -ne 0 ]]; then
   exit $status
 fi
 "$kipp" inspect "$artifact" | tail -n 12
+echo
+prompt="The three primary colors of light are"
+echo "quickstart: $kipp generate --model $artifact --prompt \"$prompt\" -n 64"
+"$kipp" generate --model "$artifact" --prompt "$prompt" -n 64 || exit $?
 echo
 echo "quickstart: $artifact is ready."

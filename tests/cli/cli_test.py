@@ -159,6 +159,71 @@ class Bench(unittest.TestCase):
         self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
 
 
+class Generate(unittest.TestCase):
+    MODEL = property(lambda self: os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"))
+    # The synthetic model's stop tokens are banned so that runs reach their budget.
+    NO_STOP = ["--logit-bias", "151645=-100", "--logit-bias", "151643=-100"]
+
+    def generate(self, *extra):
+        return kipp("generate", "--model", self.MODEL, "--prompt", "Once upon a time", *extra)
+
+    def test_streamed_text_is_the_json_text_and_decodes_from_its_tokens(self):
+        streamed = self.generate("--greedy", "-n", "12", *self.NO_STOP)
+        self.assertEqual(streamed.returncode, 0, streamed.stderr)
+        self.assertIn("finish: length", streamed.stderr)
+        self.assertRegex(streamed.stderr, r"prompt \d+ tokens at [0-9.]+ tok/s \| generated 12 tokens")
+        result = self.generate("--greedy", "-n", "12", "--json", *self.NO_STOP)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        report = json.loads(result.stdout)
+        self.assertEqual(streamed.stdout, report["text"] + "\n")
+        self.assertEqual(report["finish_reason"], "length")
+        self.assertEqual(len(report["tokens"]), 12)
+        self.assertEqual(report["sampling"]["temperature"], 0)
+        ids = ",".join(str(t) for t in report["tokens"])
+        decoded = kipp("detokenize", "--model", self.MODEL, "--ids", ids)
+        self.assertEqual(decoded.returncode, 0, decoded.stderr)
+        self.assertEqual(decoded.stdout.rstrip("\n"), report["text"])
+        for key in ("prompt_tokens_per_second", "decode_tokens_per_second", "time_to_first_token_seconds"):
+            self.assertGreater(report["timings"][key], 0, key)
+
+    def test_a_seed_repeats_and_the_default_seed_is_reported(self):
+        runs = [json.loads(self.generate("-n", "10", "--seed", "77", "--temperature", "1.0", "--json",
+                                         *self.NO_STOP).stdout) for _ in range(2)]
+        self.assertEqual(runs[0]["tokens"], runs[1]["tokens"])
+        self.assertEqual(runs[0]["seed"], 77)
+        free = json.loads(self.generate("-n", "3", "--json").stdout)
+        again = json.loads(self.generate("-n", "3", "--json", "--seed", str(free["seed"])).stdout)
+        self.assertEqual(free["tokens"], again["tokens"])
+        # The instruct checkpoint's recommended settings apply when no flag is given.
+        self.assertEqual(free["sampling"]["top_k"], 20)
+        self.assertAlmostEqual(free["sampling"]["temperature"], 0.6, places=6)
+
+    def test_stop_string_cuts_the_text_before_it(self):
+        full = json.loads(self.generate("--greedy", "-n", "30", "--json", *self.NO_STOP).stdout)
+        text = full["text"]
+        stop = text[len(text) // 2:len(text) // 2 + 4]
+        self.assertTrue(stop)
+        cut = self.generate("--greedy", "-n", "30", "--stop", stop, *self.NO_STOP)
+        self.assertEqual(cut.returncode, 0, cut.stderr)
+        self.assertEqual(cut.stdout, text[:text.find(stop)] + "\n")
+        self.assertIn("finish: stop_string", cut.stderr)
+
+    def test_bad_settings_are_one_line_errors(self):
+        cases = [(["--temperature", "-1"], "temperature"), (["--top-p", "0"], "top_p"),
+                 (["--min-p", "2"], "min_p"), (["--logit-bias", "7"], "--logit-bias 7"),
+                 (["--logit-bias", "999999=1"], "outside the vocabulary"),
+                 (["--presence-penalty", "9"], "presence_penalty")]
+        for extra, fragment in cases:
+            run = self.generate(*extra)
+            self.assertEqual(run.returncode, 1, (extra, run.stderr))
+            self.assertIn(fragment, run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+            self.assertEqual(run.stdout, "")
+        long_prompt = kipp("generate", "--model", self.MODEL, "--prompt", "hello " * 5000)
+        self.assertEqual(long_prompt.returncode, 1)
+        self.assertIn("the context of", long_prompt.stderr)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)

@@ -1,0 +1,168 @@
+// `kipp generate --model FILE --prompt P [-n N] [sampling flags] [--backend B] [--json]`: a
+// completion of the raw prompt (no chat template), streamed to stdout as it is generated, with
+// the timings on stderr at the end. Sampling defaults to the checkpoint's recommended settings;
+// --greedy (or --temperature 0) takes the argmax.
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backend/backend.h"
+#include "cli/commands.h"
+#include "engine/generator.h"
+#include "model/model_file.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kipp::cli {
+namespace {
+
+struct GenerateArgs {
+  std::string model, prompt, backend;
+  uint32_t max_tokens = 256;
+  unsigned threads = 0;
+  bool json = false, greedy = false;
+  float temperature = 0, top_p = 0, min_p = 0, repetition = 0, frequency = 0, presence = 0;
+  uint32_t top_k = 0;
+  uint64_t seed = 0;
+  std::vector<std::string> stop, logit_bias;
+  // The options whose absence means "the checkpoint's recommendation".
+  CLI::Option *temperature_option, *top_p_option, *top_k_option, *min_p_option, *seed_option;
+};
+
+Result<LogitBias> parse_bias(const std::string& text) {
+  const size_t eq = text.find('=');
+  try {
+    if (eq == std::string::npos) throw std::invalid_argument(text);
+    size_t used = 0;
+    const unsigned long id = std::stoul(text.substr(0, eq), &used);
+    if (used != eq) throw std::invalid_argument(text);
+    const float bias = std::stof(text.substr(eq + 1), &used);
+    if (used != text.size() - eq - 1) throw std::invalid_argument(text);
+    return LogitBias{uint32_t(id), bias};
+  } catch (const std::exception&) {
+    return fail("--logit-bias ", text, ": expected TOKEN_ID=BIAS, e.g. 151645=-100");
+  }
+}
+
+Result<SamplingParams> sampling_of(const GenerateArgs& a, Variant variant) {
+  SamplingParams p = recommended_sampling(variant);
+  if (a.temperature_option->count()) p.temperature = a.temperature;
+  if (a.top_p_option->count()) p.top_p = a.top_p;
+  if (a.top_k_option->count()) p.top_k = a.top_k;
+  if (a.min_p_option->count()) p.min_p = a.min_p;
+  if (a.greedy) p.temperature = 0.0f;
+  p.repetition_penalty = a.repetition;
+  p.frequency_penalty = a.frequency;
+  p.presence_penalty = a.presence;
+  p.seed = a.seed_option->count() ? a.seed : std::random_device{}();
+  for (const std::string& text : a.logit_bias) {
+    KIPP_ASSIGN(LogitBias bias, parse_bias(text));
+    p.logit_bias.push_back(bias);
+  }
+  return p;
+}
+
+nlohmann::json timings_json(const GenerationTimings& t) {
+  return {{"prompt_tokens", t.prompt_tokens},
+          {"prompt_seconds", t.prompt_seconds},
+          {"prompt_tokens_per_second", t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0},
+          {"generated_tokens", t.generated_tokens},
+          {"decode_seconds", t.decode_seconds},
+          {"decode_tokens_per_second", t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0},
+          {"time_to_first_token_seconds", t.first_token_seconds}};
+}
+
+Status run_generate(const GenerateArgs& args) {
+  KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
+  const Checkpoint& c = model->checkpoint();
+  KIPP_ASSIGN(SamplingParams sampling, sampling_of(args, c.variant));
+  KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(model->tokenizer()));
+  KIPP_TRY(validate(sampling, uint32_t(tokenizer.vocab_size())));
+  KIPP_ASSIGN(std::vector<uint32_t> prompt, tokenizer.encode(args.prompt));
+  if (prompt.empty()) return fail("--prompt is empty: give at least one character to continue from");
+  if (prompt.size() >= c.context)
+    return fail("--prompt is ", prompt.size(), " tokens; the context of ", c.id, " is ", c.context);
+  const std::string backend_name = args.backend.empty() ? std::string(backend_names()[0]) : args.backend;
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(backend_name, *model, {args.threads}));
+  const uint64_t wanted = uint64_t(prompt.size()) + args.max_tokens;
+  KIPP_ASSIGN(std::unique_ptr<BackendSession> session,
+              backend->create_session(uint32_t(std::min<uint64_t>(wanted, c.context))));
+
+  GenerateOptions options{args.max_tokens, sampling, args.stop};
+  const std::vector<uint32_t> stop_ids = c.stop_ids();
+  GenerateContext context{*backend, *session, tokenizer, stop_ids};
+  const auto stream = [&](std::string_view piece) {
+    if (args.json) return;
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  KIPP_ASSIGN(Generation g, generate(context, prompt, options, stream));
+
+  const GenerationTimings& t = g.timings;
+  if (args.json) {
+    nlohmann::json out = {{"model", c.id},
+                          {"backend", backend->describe()},
+                          {"text", g.text},
+                          {"tokens", g.tokens},
+                          {"finish_reason", finish_reason_name(g.finish)},
+                          {"stop", g.stop},
+                          {"seed", sampling.seed},
+                          {"sampling",
+                           {{"temperature", sampling.temperature},
+                            {"top_k", sampling.top_k},
+                            {"top_p", sampling.top_p},
+                            {"min_p", sampling.min_p},
+                            {"repetition_penalty", sampling.repetition_penalty},
+                            {"frequency_penalty", sampling.frequency_penalty},
+                            {"presence_penalty", sampling.presence_penalty}}},
+                          {"timings", timings_json(t)}};
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    return {};
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "prompt %u tokens at %.1f tok/s | generated %u tokens at %.1f tok/s | first token after %.0f ms | "
+               "finish: %s%s%s | seed %llu\n",
+               t.prompt_tokens, t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0, t.generated_tokens,
+               t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0, t.first_token_seconds * 1e3,
+               std::string(finish_reason_name(g.finish)).c_str(), g.stop.empty() ? "" : " ",
+               g.stop.empty() ? "" : nlohmann::json(g.stop).dump().c_str(),
+               static_cast<unsigned long long>(sampling.seed));
+  return {};
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("generate", "Continue a prompt, streaming the text (raw completion, no chat template)");
+  auto args = std::make_shared<GenerateArgs>();
+  sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
+  sub->add_option("--prompt", args->prompt, "The text to continue")->required();
+  sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
+  args->temperature_option =
+      sub->add_option("--temperature", args->temperature, "0 is greedy (default: the checkpoint's recommendation)");
+  args->top_k_option = sub->add_option("--top-k", args->top_k, "Keep the k most likely tokens; 0 = off (default 20)");
+  args->top_p_option = sub->add_option("--top-p", args->top_p, "Nucleus size in (0, 1] (default 0.95 or 0.8)");
+  args->min_p_option = sub->add_option("--min-p", args->min_p, "Drop tokens below min_p x the best (default 0)");
+  sub->add_option("--repetition-penalty", args->repetition, "Over the last 64 generated tokens; 1 = off")
+      ->default_val(1.0f);
+  sub->add_option("--frequency-penalty", args->frequency, "Per occurrence in the last 64, -2..2")->default_val(0.0f);
+  sub->add_option("--presence-penalty", args->presence, "Once per token in the last 64, -2..2")->default_val(0.0f);
+  sub->add_option("--logit-bias", args->logit_bias, "TOKEN_ID=BIAS (-100..100), repeatable");
+  args->seed_option = sub->add_option("--seed", args->seed, "Seed of the sampler (default: random, printed at the end)");
+  sub->add_flag("--greedy", args->greedy, "Always take the most likely token (same as --temperature 0)");
+  sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
+  sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
+  sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
+  sub->add_flag("--json", args->json, "Print one JSON result at the end instead of streaming");
+  return {sub, [args] {
+            if (auto done = run_generate(*args); !done) return report(done.error());
+            return 0;
+          }};
+}
+
+}  // namespace kipp::cli

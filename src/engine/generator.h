@@ -1,0 +1,61 @@
+// One completion: a prompt evaluated into a session, then tokens sampled one at a time until a
+// stop token, a stop string or the token budget, with the text streamed as it becomes final.
+// The CLI runs it directly; the server's scheduler will drive the same pieces step by step.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace kipp {
+
+enum class FinishReason {
+  stop_token,   // the model produced one of the checkpoint's stop tokens
+  stop_string,  // the text reached one of the request's stop strings
+  length,       // max_tokens, or the session's capacity
+};
+std::string_view finish_reason_name(FinishReason reason);
+
+struct GenerateOptions {
+  uint32_t max_tokens = 256;
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // stop strings, matched on the text across token boundaries
+};
+
+struct GenerationTimings {
+  uint32_t prompt_tokens = 0;
+  double prompt_seconds = 0;       // evaluating the prompt
+  uint32_t generated_tokens = 0;   // sampled tokens, the stop token included
+  double decode_seconds = 0;       // from the first sampled token to the end
+  double first_token_seconds = 0;  // from the start to the first sampled token
+};
+
+struct Generation {
+  std::string text;              // what was streamed: no stop token, nothing from a stop string on
+  std::vector<uint32_t> tokens;  // every sampled token, the stop token included
+  FinishReason finish = FinishReason::length;
+  std::string stop;              // the stop string that matched, or the stop token's text
+  GenerationTimings timings;
+};
+
+struct GenerateContext {
+  BackendModel& model;
+  BackendSession& session;  // the prompt is appended after what it already holds
+  const Tokenizer& tokenizer;
+  std::span<const uint32_t> stop_ids;
+};
+
+// Streams each final piece of text to `on_text` (may be empty) as soon as it is known.
+Result<Generation> generate(const GenerateContext& context, std::span<const uint32_t> prompt,
+                            const GenerateOptions& options,
+                            const std::function<void(std::string_view)>& on_text = {});
+
+}  // namespace kipp

@@ -1,0 +1,227 @@
+// Stop strings over pieces of text, and whole generations on the tiny test checkpoint checked
+// against a plain argmax loop over the cpu-ref backend's logits.
+#include "engine/generator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "engine/stop_strings.h"
+#include "model/model_file.h"
+#include "test_paths.h"
+
+namespace kipp {
+namespace {
+
+// Feeds `text` in random pieces and returns what was released, and whether a stop matched.
+std::pair<std::string, bool> run_pieces(std::vector<std::string> stops, const std::string& text, uint32_t seed,
+                                        std::string* matched = nullptr) {
+  StopStrings checker(std::move(stops));
+  std::mt19937 rng(seed);
+  std::string released;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t length = std::min<size_t>(text.size() - at, 1 + rng() % 4);
+    const std::string before = released;
+    if (checker.push(std::string_view(text).substr(at, length), released)) {
+      if (matched) *matched = checker.matched();
+      return {released, true};
+    }
+    EXPECT_EQ(released.compare(0, before.size(), before), 0) << "released text never changes";
+    at += length;
+  }
+  checker.finish(released);
+  return {released, false};
+}
+
+TEST(StopStrings, StopsAtTheFirstStopStringWhateverThePieces) {
+  for (uint32_t seed = 0; seed < 50; ++seed) {
+    std::string matched;
+    const auto [text, stopped] = run_pieces({"END", "ab"}, "xyz a aXb cENDd ab", seed, &matched);
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(text, "xyz a aXb c");
+    EXPECT_EQ(matched, "END");
+  }
+}
+
+TEST(StopStrings, HoldsBackOnlyWhatCouldStillBecomeAStopString) {
+  StopStrings checker({"</answer>"});
+  std::string released;
+  EXPECT_FALSE(checker.push("The answer is 4</an", released));
+  EXPECT_EQ(released, "The answer is 4");
+  EXPECT_FALSE(checker.push("d", released));  // "</and" cannot start "</answer>"
+  EXPECT_EQ(released, "The answer is 4</and");
+  EXPECT_FALSE(checker.push(" <", released));
+  EXPECT_EQ(released, "The answer is 4</and ");
+  checker.finish(released);
+  EXPECT_EQ(released, "The answer is 4</and <");
+}
+
+TEST(StopStrings, WithoutStopsEverythingPassesAndUnicodeIsKeptWhole) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    EXPECT_EQ(run_pieces({}, "héllo wörld", seed).first, "héllo wörld");
+    const auto [text, stopped] = run_pieces({"ö"}, "héllo wörld", seed);
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(text, "héllo w");
+  }
+}
+
+TEST(StopStrings, EarliestMatchWinsAndOverlappingStopsWork) {
+  for (uint32_t seed = 0; seed < 20; ++seed) {
+    std::string matched;
+    const auto [text, stopped] = run_pieces({"cde", "bcdx", "aab"}, "xxaabcdex", seed, &matched);
+    EXPECT_TRUE(stopped);
+    EXPECT_EQ(text, "xx");
+    EXPECT_EQ(matched, "aab");
+  }
+}
+
+class Generate : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+    ASSERT_TRUE(file) << file.error().message;
+    file_ = std::move(*file);
+    auto tokenizer = Tokenizer::create(file_->tokenizer());
+    ASSERT_TRUE(tokenizer) << tokenizer.error().message;
+    tokenizer_ = std::make_unique<Tokenizer>(std::move(*tokenizer));
+    auto backend = create_backend("cpu-ref", *file_);
+    ASSERT_TRUE(backend) << backend.error().message;
+    backend_ = std::move(*backend);
+    stop_ids_ = file_->checkpoint().stop_ids();
+  }
+
+  Generation run(const std::vector<uint32_t>& prompt, const GenerateOptions& options, std::string* streamed = nullptr,
+                 uint32_t capacity = 256) {
+    auto session = backend_->create_session(capacity);
+    EXPECT_TRUE(session);
+    GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
+    auto result = generate(context, prompt, options, [&](std::string_view piece) {
+      EXPECT_FALSE(piece.empty());
+      if (streamed) *streamed += piece;
+    });
+    EXPECT_TRUE(result) << result.error().message;
+    return result ? *result : Generation{};
+  }
+
+  // Greedy tokens by hand: evaluate, take the argmax over the tokenizer's ids, repeat.
+  std::vector<uint32_t> argmax_loop(const std::vector<uint32_t>& prompt, uint32_t count) {
+    auto session = backend_->create_session(256);
+    std::vector<float> logits(family::vocab);
+    std::vector<uint32_t> out;
+    std::vector<uint32_t> next = prompt;
+    for (uint32_t i = 0; i < count; ++i) {
+      EvalItem item{session->get(), next, (*session)->length(), 1, logits.data(), {}};
+      EXPECT_TRUE(backend_->eval(std::span(&item, 1)));
+      const auto end = logits.begin() + tokenizer_->vocab_size();
+      const uint32_t token = uint32_t(std::max_element(logits.begin(), end) - logits.begin());
+      out.push_back(token);
+      next = {token};
+    }
+    return out;
+  }
+
+  std::vector<uint32_t> prompt() {
+    auto ids = tokenizer_->encode("The quick brown fox jumps over");
+    EXPECT_TRUE(ids);
+    return ids ? *ids : std::vector<uint32_t>{};
+  }
+
+  std::unique_ptr<ModelFile> file_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<BackendModel> backend_;
+  std::vector<uint32_t> stop_ids_;
+};
+
+TEST_F(Generate, GreedyIsTheArgmaxLoopAndStreamsItsText) {
+  GenerateOptions options;
+  options.max_tokens = 12;
+  options.sampling.temperature = 0.0f;
+  std::string streamed;
+  const Generation g = run(prompt(), options, &streamed);
+  // The synthetic model may well emit a stop token before 12; compare what it did emit.
+  const std::vector<uint32_t> expected = argmax_loop(prompt(), uint32_t(g.tokens.size()));
+  EXPECT_EQ(g.tokens, expected);
+  EXPECT_EQ(streamed, g.text);
+  std::vector<uint32_t> text_tokens = g.tokens;
+  if (g.finish == FinishReason::stop_token) text_tokens.pop_back();
+  auto decoded = tokenizer_->decode(text_tokens);
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(g.text, *decoded);
+  if (g.finish == FinishReason::length) {
+    EXPECT_EQ(g.tokens.size(), 12u);
+  }
+  EXPECT_EQ(g.timings.prompt_tokens, prompt().size());
+  EXPECT_EQ(g.timings.generated_tokens, g.tokens.size());
+}
+
+TEST_F(Generate, StopsOnAStopStringThatSpansTokens) {
+  GenerateOptions options;
+  options.max_tokens = 40;
+  options.sampling.temperature = 0.0f;
+  options.sampling.logit_bias = {{family::token_im_end, -100.0f}, {family::token_endoftext, -100.0f}};
+  const Generation full = run(prompt(), options);
+  ASSERT_EQ(full.finish, FinishReason::length);
+  // A stop string taken from the middle of the text, across token boundaries where possible.
+  ASSERT_GE(full.text.size(), 12u);
+  size_t from = full.text.size() / 3, to = from + 6;
+  while (from > 0 && (full.text[from] & 0xC0) == 0x80) --from;  // whole characters at both ends
+  while (to < full.text.size() && (full.text[to] & 0xC0) == 0x80) ++to;
+  const std::string stop = full.text.substr(from, to - from);
+  ASSERT_FALSE(stop.empty());
+  options.stop = {stop};
+  std::string streamed;
+  const Generation cut = run(prompt(), options, &streamed);
+  EXPECT_EQ(cut.finish, FinishReason::stop_string);
+  EXPECT_EQ(cut.stop, stop);
+  EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(streamed, cut.text);
+}
+
+TEST_F(Generate, StopsOnTheCheckpointsStopTokens) {
+  GenerateOptions options;
+  options.max_tokens = 10;
+  options.sampling.temperature = 0.0f;
+  options.sampling.logit_bias = {{family::token_im_end, 100.0f}};
+  const Generation g = run(prompt(), options);
+  EXPECT_EQ(g.finish, FinishReason::stop_token);
+  EXPECT_EQ(g.tokens, std::vector<uint32_t>{family::token_im_end});
+  EXPECT_EQ(g.stop, "<|im_end|>");
+  EXPECT_EQ(g.text, "");
+}
+
+TEST_F(Generate, SeededSamplingRepeatsAndTheBudgetHolds) {
+  GenerateOptions options;
+  options.max_tokens = 9;
+  options.sampling.temperature = 1.0f;
+  options.sampling.top_k = 40;
+  options.sampling.seed = 1234;
+  options.sampling.logit_bias = {{family::token_im_end, -100.0f}, {family::token_endoftext, -100.0f}};
+  const Generation a = run(prompt(), options), b = run(prompt(), options);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.tokens.size(), 9u);
+  EXPECT_EQ(a.finish, FinishReason::length);
+}
+
+TEST_F(Generate, EndsAtTheSessionCapacityAndRefusesBadPrompts) {
+  GenerateOptions options;
+  options.max_tokens = 100;
+  options.sampling.temperature = 0.0f;
+  options.sampling.logit_bias = {{family::token_im_end, -100.0f}, {family::token_endoftext, -100.0f}};
+  const std::vector<uint32_t> p = prompt();
+  const Generation g = run(p, options, nullptr, uint32_t(p.size()) + 5);
+  EXPECT_EQ(g.finish, FinishReason::length);
+  EXPECT_EQ(g.tokens.size(), 6u);  // 5 evaluated after the prompt, and the last one sampled
+
+  auto session = backend_->create_session(4);
+  GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
+  EXPECT_FALSE(generate(context, p, options));                          // longer than the session
+  EXPECT_FALSE(generate(context, std::vector<uint32_t>{}, options));    // empty
+  EXPECT_FALSE(generate(context, std::vector<uint32_t>{200000}, options));  // not a token
+  options.sampling.top_p = 0.0f;
+  EXPECT_FALSE(generate(context, std::vector<uint32_t>{1, 2}, options));  // bad settings
+}
+
+}  // namespace
+}  // namespace kipp
