@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
       add_tokenize_command(app),
       add_detokenize_command(app),
       add_logits_command(app),
+      add_template_command(app),
       add_generate_command(app),
       add_bench_command(app),
   };

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { xorshift32 } from '../support/xorshift32.mjs';
 
 const require = createRequire(import.meta.url);
 const { Tokenizer } = require('tokenizers');
@@ -18,14 +19,8 @@ if (!scratch) {
 fs.mkdirSync(scratch, { recursive: true });
 const reference = Tokenizer.fromFile(path.join(tokenizerDir, 'tokenizer.json'));
 
-// ---- A seeded generator (xorshift32), so a failing case reproduces. ----
-let state = 0x2545f491;
-const next = () => {
-  state ^= state << 13; state >>>= 0;
-  state ^= state >>> 17;
-  state ^= state << 5; state >>>= 0;
-  return state / 4294967296;
-};
+// ---- A seeded generator, so a failing case reproduces. ----
+const next = xorshift32(0x2545f491);
 const int = (n) => Math.floor(next() * n);
 const pick = (list) => list[int(list.length)];
 const repeat = (n, f) => Array.from({ length: n }, (_, i) => f(i));

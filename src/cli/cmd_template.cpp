@@ -1,0 +1,63 @@
+// `kipp template --model FILE --messages FILE.json [--no-thinking] [--no-generation-prompt]`:
+// prints, byte for byte and with no newline added, the prompt the checkpoint's chat template
+// makes of a conversation. FILE.json is an array of {"role", "content"} messages or an object
+// with such a "messages" array (an OpenAI request body); "-" reads standard input.
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "engine/chat_messages.h"
+#include "engine/chat_template.h"
+#include "model/model_file.h"
+#include "util/files.h"
+#include "util/json_fields.h"
+
+namespace kipp::cli {
+namespace {
+
+struct TemplateArgs {
+  std::string model, messages;
+  bool no_thinking = false, no_generation_prompt = false;
+};
+
+Result<std::string> read_messages_text(const std::string& path) {
+  if (path != "-") return read_text_file(path);
+  return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+}
+
+Status print_template(const TemplateArgs& args) {
+  KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
+  KIPP_ASSIGN(std::string text, read_messages_text(args.messages));
+  KIPP_ASSIGN(json::Json parsed, json::parse(text, args.messages));
+  const json::Json& list = parsed.is_object() && parsed.contains("messages") ? parsed["messages"] : parsed;
+  auto messages = parse_chat_messages(list);
+  if (!messages) return with_context(args.messages, messages.error());
+  ChatOptions options;
+  options.enable_thinking = !args.no_thinking;
+  options.add_generation_prompt = !args.no_generation_prompt;
+  auto prompt = render_chat(model->checkpoint().variant, *messages, options);
+  if (!prompt) return with_context(std::string(model->checkpoint().id), prompt.error());
+  std::fwrite(prompt->data(), 1, prompt->size(), stdout);
+  return {};
+}
+
+}  // namespace
+
+Command add_template_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("template", "Print the exact chat prompt the checkpoint's template makes of messages");
+  auto args = std::make_shared<TemplateArgs>();
+  sub->add_option("--model", args->model, "A Kipp .gguf artifact of an instruct or thinking checkpoint")->required();
+  sub->add_option("--messages", args->messages, "JSON: [{\"role\":…,\"content\":…}, …] or {\"messages\": […]}; - for stdin")
+      ->required();
+  sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints: an empty think block)");
+  sub->add_flag("--no-generation-prompt", args->no_generation_prompt, "Leave out the opening of the assistant's turn");
+  return {sub, [args] {
+            if (auto done = print_template(*args); !done) return report(done.error());
+            return 0;
+          }};
+}
+
+}  // namespace kipp::cli
