@@ -224,6 +224,51 @@ class Generate(unittest.TestCase):
         self.assertIn("the context of", long_prompt.stderr)
 
 
+class Perplexity(unittest.TestCase):
+    MODEL = property(lambda self: os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"))
+
+    def test_matches_the_log_softmax_of_the_logits_window_by_window(self):
+        import numpy as np
+        text = os.path.join(ARGS.scratch, "ppl.txt")
+        with open(text, "w", encoding="utf-8") as f:
+            f.write("Perplexity counts how surprised a model is. " * 6 + "Ünïcödé ✓ 日本語.")
+        run = kipp("perplexity", "--model", self.MODEL, "--file", text, "--window", "24", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        report = json.loads(run.stdout)
+        ids = json.loads(kipp("tokenize", "--model", self.MODEL, "--file", text, "--json").stdout)["ids"]
+        self.assertEqual(report["tokens"], len(ids))
+        nll, scored = 0.0, 0
+        out = os.path.join(ARGS.scratch, "ppl.f32")
+        for begin in range(0, len(ids) - 1, 24):
+            window = ids[begin:begin + 24]
+            logits_run = kipp("logits", "--model", self.MODEL, "--backend", "cpu", "--all-positions",
+                              "--ids", ",".join(map(str, window)), "--out", out)
+            self.assertEqual(logits_run.returncode, 0, logits_run.stderr)
+            rows = np.fromfile(out, dtype="<f4").reshape(len(window), 151936)[:, :151669].astype(np.float64)
+            for r in range(len(window) - 1):
+                row = rows[r]
+                top = row.max()
+                nll += np.log(np.exp(row - top).sum()) + top - row[window[r + 1]]
+                scored += 1
+        self.assertEqual(report["scored_tokens"], scored)
+        self.assertEqual(report["windows"], (len(ids) - 2) // 24 + 1)
+        self.assertAlmostEqual(report["mean_nll"], nll / scored, delta=1e-9 * max(1.0, nll / scored))
+        self.assertGreater(report["tokens_per_second"], 0)
+
+    def test_bad_input_is_a_one_line_error(self):
+        empty = os.path.join(ARGS.scratch, "one-token.txt")
+        with open(empty, "w") as f:
+            f.write("a")
+        for extra, fragment in [(["--file", empty], "at least 2"),
+                                (["--file", os.path.join(ARGS.scratch, "missing.txt")], "missing.txt"),
+                                (["--file", empty, "--window", "1"], "at least 2 tokens"),
+                                (["--file", empty, "--window", "5000"], "longer than the context")]:
+            run = kipp("perplexity", "--model", self.MODEL, *extra)
+            self.assertEqual(run.returncode, 1, (extra, run.stderr))
+            self.assertIn(fragment, run.stderr)
+            self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)
