@@ -4,7 +4,6 @@
 // --greedy (or --temperature 0) takes the argmax.
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 
 #include "backend/backend.h"
 #include "cli/commands.h"
+#include "cli/sampling_flags.h"
 #include "engine/generator.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
@@ -23,47 +23,10 @@ struct GenerateArgs {
   std::string model, prompt, backend;
   uint32_t max_tokens = 256;
   unsigned threads = 0;
-  bool json = false, greedy = false;
-  float temperature = 0, top_p = 0, min_p = 0, repetition = 0, frequency = 0, presence = 0;
-  uint32_t top_k = 0;
-  uint64_t seed = 0;
-  std::vector<std::string> stop, logit_bias;
-  // The options whose absence means "the checkpoint's recommendation".
-  CLI::Option *temperature_option, *top_p_option, *top_k_option, *min_p_option, *seed_option;
+  bool json = false;
+  std::vector<std::string> stop;
+  SamplingFlags sampling;
 };
-
-Result<LogitBias> parse_bias(const std::string& text) {
-  const size_t eq = text.find('=');
-  try {
-    if (eq == std::string::npos) throw std::invalid_argument(text);
-    size_t used = 0;
-    const unsigned long id = std::stoul(text.substr(0, eq), &used);
-    if (used != eq) throw std::invalid_argument(text);
-    const float bias = std::stof(text.substr(eq + 1), &used);
-    if (used != text.size() - eq - 1) throw std::invalid_argument(text);
-    return LogitBias{uint32_t(id), bias};
-  } catch (const std::exception&) {
-    return fail("--logit-bias ", text, ": expected TOKEN_ID=BIAS, e.g. 151645=-100");
-  }
-}
-
-Result<SamplingParams> sampling_of(const GenerateArgs& a, Variant variant) {
-  SamplingParams p = recommended_sampling(variant);
-  if (a.temperature_option->count()) p.temperature = a.temperature;
-  if (a.top_p_option->count()) p.top_p = a.top_p;
-  if (a.top_k_option->count()) p.top_k = a.top_k;
-  if (a.min_p_option->count()) p.min_p = a.min_p;
-  if (a.greedy) p.temperature = 0.0f;
-  p.repetition_penalty = a.repetition;
-  p.frequency_penalty = a.frequency;
-  p.presence_penalty = a.presence;
-  p.seed = a.seed_option->count() ? a.seed : std::random_device{}();
-  for (const std::string& text : a.logit_bias) {
-    KIPP_ASSIGN(LogitBias bias, parse_bias(text));
-    p.logit_bias.push_back(bias);
-  }
-  return p;
-}
 
 nlohmann::json timings_json(const GenerationTimings& t) {
   return {{"prompt_tokens", t.prompt_tokens},
@@ -78,7 +41,7 @@ nlohmann::json timings_json(const GenerationTimings& t) {
 Status run_generate(const GenerateArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   const Checkpoint& c = model->checkpoint();
-  KIPP_ASSIGN(SamplingParams sampling, sampling_of(args, c.variant));
+  KIPP_ASSIGN(SamplingParams sampling, args.sampling.resolve(c.variant));
   KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(model->tokenizer()));
   KIPP_TRY(validate(sampling, uint32_t(tokenizer.vocab_size())));
   KIPP_ASSIGN(std::vector<uint32_t> prompt, tokenizer.encode(args.prompt));
@@ -91,7 +54,10 @@ Status run_generate(const GenerateArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session,
               backend->create_session(uint32_t(std::min<uint64_t>(wanted, c.context))));
 
-  GenerateOptions options{args.max_tokens, sampling, args.stop};
+  GenerateOptions options;
+  options.max_tokens = args.max_tokens;
+  options.sampling = sampling;
+  options.stop = args.stop;
   const std::vector<uint32_t> stop_ids = c.stop_ids();
   GenerateContext context{*backend, *session, tokenizer, stop_ids};
   const auto stream = [&](std::string_view piece) {
@@ -143,18 +109,7 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--prompt", args->prompt, "The text to continue")->required();
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
-  args->temperature_option =
-      sub->add_option("--temperature", args->temperature, "0 is greedy (default: the checkpoint's recommendation)");
-  args->top_k_option = sub->add_option("--top-k", args->top_k, "Keep the k most likely tokens; 0 = off (default 20)");
-  args->top_p_option = sub->add_option("--top-p", args->top_p, "Nucleus size in (0, 1] (default 0.95 or 0.8)");
-  args->min_p_option = sub->add_option("--min-p", args->min_p, "Drop tokens below min_p x the best (default 0)");
-  sub->add_option("--repetition-penalty", args->repetition, "Over the last 64 generated tokens; 1 = off")
-      ->default_val(1.0f);
-  sub->add_option("--frequency-penalty", args->frequency, "Per occurrence in the last 64, -2..2")->default_val(0.0f);
-  sub->add_option("--presence-penalty", args->presence, "Once per token in the last 64, -2..2")->default_val(0.0f);
-  sub->add_option("--logit-bias", args->logit_bias, "TOKEN_ID=BIAS (-100..100), repeatable");
-  args->seed_option = sub->add_option("--seed", args->seed, "Seed of the sampler (default: random, printed at the end)");
-  sub->add_flag("--greedy", args->greedy, "Always take the most likely token (same as --temperature 0)");
+  args->sampling.add_to(*sub);
   sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
   sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
   sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");

@@ -25,6 +25,7 @@ std::string_view finish_reason_name(FinishReason reason) {
     case FinishReason::stop_token: return "stop_token";
     case FinishReason::stop_string: return "stop_string";
     case FinishReason::length: return "length";
+    case FinishReason::cancelled: return "cancelled";
   }
   return "?";
 }
@@ -61,6 +62,10 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   while (true) {
     if (out.tokens.size() >= options.max_tokens) {
       out.finish = FinishReason::length;
+      break;
+    }
+    if (options.cancelled && options.cancelled()) {
+      out.finish = FinishReason::cancelled;
       break;
     }
     KIPP_ASSIGN(const uint32_t token, sampler.sample(std::span(logits).first(vocab)));

@@ -21,6 +21,7 @@ enum class FinishReason {
   stop_token,   // the model produced one of the checkpoint's stop tokens
   stop_string,  // the text reached one of the request's stop strings
   length,       // max_tokens, or the session's capacity
+  cancelled,    // the caller's cancelled() said so (Ctrl-C in `kipp chat`, a client gone)
 };
 std::string_view finish_reason_name(FinishReason reason);
 
@@ -28,6 +29,7 @@ struct GenerateOptions {
   uint32_t max_tokens = 256;
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings, matched on the text across token boundaries
+  std::function<bool()> cancelled;  // asked before each token; true ends the generation
 };
 
 struct GenerationTimings {

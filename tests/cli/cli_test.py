@@ -269,6 +269,94 @@ class Perplexity(unittest.TestCase):
             self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr)
 
 
+class Chat(unittest.TestCase):
+    """`kipp chat` driven through a pseudo-terminal, as a person at a terminal would."""
+    MODEL = property(lambda self: os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"))
+
+    def spawn(self, *extra):
+        import pty
+        import termios
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(ARGS.kipp, [ARGS.kipp, "chat", "--model", self.MODEL, "--greedy", *extra])
+        attributes = termios.tcgetattr(fd)
+        attributes[3] &= ~termios.ECHO  # what we type is not part of the output
+        termios.tcsetattr(fd, termios.TCSANOW, attributes)
+        return pid, fd
+
+    def read_until(self, fd, marker, timeout=60):
+        import select
+        import time
+        data = b""
+        deadline = time.time() + timeout
+        while not data or marker.encode() not in data:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.time()))
+            if not ready:
+                self.fail(f"timed out waiting for {marker!r}; got {data!r}")
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data += chunk
+        return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+    @staticmethod
+    def plain(text):
+        import re
+        return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+    def test_turns_reuse_the_cache_and_match_a_fresh_generation(self):
+        pid, fd = self.spawn("-n", "8", "--logit-bias", "151645=-100", "--logit-bias", "151643=-100")
+        self.read_until(fd, "> ")
+        os.write(fd, b"Hello there\n")
+        first = self.read_until(fd, "\n> ")
+        answer1 = self.plain(first.split("\n[")[0])
+        self.assertIn("[0 prompt tokens reused", first)
+        os.write(fd, b"How are you?\n")
+        second = self.read_until(fd, "\n> ")
+        answer2 = self.plain(second.split("\n[")[0])
+        import re
+        reused = int(re.search(r"\[(\d+) prompt tokens reused", second).group(1))
+        self.assertGreater(reused, 5, second)
+        os.write(fd, b"/exit\n")
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+        # The second answer, with the cache reused, is what a fresh greedy run on the whole
+        # conversation gives.
+        messages = os.path.join(ARGS.scratch, "chat.json")
+        with open(messages, "w", encoding="utf-8") as f:
+            json.dump([{"role": "user", "content": "Hello there"}, {"role": "assistant", "content": answer1},
+                       {"role": "user", "content": "How are you?"}], f)
+        prompt = kipp("template", "--model", self.MODEL, "--messages", messages)
+        self.assertEqual(prompt.returncode, 0, prompt.stderr)
+        fresh = kipp("generate", "--model", self.MODEL, "--prompt", prompt.stdout, "--greedy", "-n", "8",
+                     "--logit-bias", "151645=-100", "--logit-bias", "151643=-100", "--json")
+        self.assertEqual(fresh.returncode, 0, fresh.stderr)
+        self.assertEqual(answer2, json.loads(fresh.stdout)["text"])
+
+    def test_ctrl_c_stops_the_answer_and_reset_and_exit_work(self):
+        import signal
+        pid, fd = self.spawn("-n", "3500", "--logit-bias", "151645=-100", "--logit-bias", "151643=-100")
+        self.read_until(fd, "> ")
+        os.write(fd, b"Write a very long story\n")
+        self.read_until(fd, "")  # the answer has started
+        os.kill(pid, signal.SIGINT)
+        stopped = self.read_until(fd, "\n> ")
+        self.assertIn("cancelled]", stopped)
+        os.write(fd, b"/reset\n")
+        self.assertIn("(conversation cleared)", self.read_until(fd, "\n> "))
+        os.write(fd, b"/exit\n")
+        _, status = os.waitpid(pid, 0)
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+
+    def test_base_checkpoints_are_refused(self):
+        run = kipp("chat", "--model", os.path.join(ARGS.models, "qwen3-tiny-untied.bf16.gguf"))
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("base checkpoint", run.stderr)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)
