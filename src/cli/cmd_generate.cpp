@@ -23,7 +23,7 @@ struct GenerateArgs {
   std::string model, prompt, backend;
   uint32_t max_tokens = 256;
   unsigned threads = 0;
-  bool json = false;
+  bool json = false, speculative = false;
   std::vector<std::string> stop;
   SamplingFlags sampling;
 };
@@ -35,7 +35,9 @@ nlohmann::json timings_json(const GenerationTimings& t) {
           {"generated_tokens", t.generated_tokens},
           {"decode_seconds", t.decode_seconds},
           {"decode_tokens_per_second", t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0},
-          {"time_to_first_token_seconds", t.first_token_seconds}};
+          {"time_to_first_token_seconds", t.first_token_seconds},
+          {"draft_tokens", t.draft_tokens},
+          {"accepted_draft_tokens", t.accepted_draft_tokens}};
 }
 
 Status run_generate(const GenerateArgs& args) {
@@ -58,6 +60,7 @@ Status run_generate(const GenerateArgs& args) {
   options.max_tokens = args.max_tokens;
   options.sampling = sampling;
   options.stop = args.stop;
+  options.speculative = args.speculative;
   const std::vector<uint32_t> stop_ids = c.stop_ids();
   GenerateContext context{*backend, *session, tokenizer, stop_ids};
   const auto stream = [&](std::string_view piece) {
@@ -92,12 +95,15 @@ Status run_generate(const GenerateArgs& args) {
   std::fflush(stdout);
   std::fprintf(stderr,
                "prompt %u tokens at %.1f tok/s | generated %u tokens at %.1f tok/s | first token after %.0f ms | "
-               "finish: %s%s%s | seed %llu\n",
+               "finish: %s%s%s | seed %llu%s\n",
                t.prompt_tokens, t.prompt_seconds > 0 ? t.prompt_tokens / t.prompt_seconds : 0.0, t.generated_tokens,
                t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0, t.first_token_seconds * 1e3,
                std::string(finish_reason_name(g.finish)).c_str(), g.stop.empty() ? "" : " ",
                g.stop.empty() ? "" : nlohmann::json(g.stop).dump().c_str(),
-               static_cast<unsigned long long>(sampling.seed));
+               static_cast<unsigned long long>(sampling.seed),
+               args.speculative ? (" | drafts: " + std::to_string(t.accepted_draft_tokens) + " of " +
+                                   std::to_string(t.draft_tokens) + " accepted").c_str()
+                                : "");
   return {};
 }
 
@@ -111,6 +117,7 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
   args->sampling.add_to(*sub);
   sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
+  sub->add_flag("--spec", args->speculative, "Speculative decoding by prompt lookup (greedy only; same output, faster on text that repeats)");
   sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
   sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
   sub->add_flag("--json", args->json, "Print one JSON result at the end instead of streaming");

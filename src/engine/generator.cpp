@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/prompt_lookup.h"
 #include "engine/stop_strings.h"
 #include "tokenizer/stream_decoder.h"
 
@@ -13,8 +14,9 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-Status eval_tokens(const GenerateContext& c, std::span<const uint32_t> tokens, std::vector<float>& logits) {
-  EvalItem item{&c.session, tokens, c.session.length(), 1, logits.data(), {}};
+// Appends `tokens` to the session; logits for the last `rows` of them.
+Status eval_tokens(const GenerateContext& c, std::span<const uint32_t> tokens, float* logits, uint32_t rows) {
+  EvalItem item{&c.session, tokens, c.session.length(), rows, logits, {}};
   return c.model.eval(std::span(&item, 1));
 }
 
@@ -41,8 +43,12 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
                 c.session.capacity(), " positions of the session");
   KIPP_ASSIGN(Sampler sampler, Sampler::create(options.sampling, vocab));
 
+  if (options.speculative && !options.sampling.greedy())
+    return fail("speculative decoding needs greedy sampling (temperature 0): only then is its output the same");
+
   Generation out;
-  std::vector<float> logits(family::vocab);
+  const uint32_t rows = options.speculative ? kMaxDraftTokens + 1 : 1;
+  std::vector<float> logits(size_t(rows) * family::vocab);
   StreamDecoder decoder(c.tokenizer);
   StopStrings stops(options.stop);
   std::string piece, released;
@@ -52,15 +58,41 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
     if (on_text) on_text(text);
     text.clear();
   };
+  // Takes a sampled token into the output; false when it ends the generation.
+  const auto take = [&](uint32_t token) -> Result<bool> {
+    out.tokens.push_back(token);
+    sampler.accept(token);
+    if (std::find(c.stop_ids.begin(), c.stop_ids.end(), token) != c.stop_ids.end()) {
+      out.finish = FinishReason::stop_token;
+      out.stop = std::string(c.tokenizer.token_bytes(token));
+      return false;
+    }
+    KIPP_TRY(decoder.push(token, piece));
+    const bool stopped = stops.push(piece, released);
+    piece.clear();
+    emit(released);
+    if (stopped) {
+      out.finish = FinishReason::stop_string;
+      out.stop = stops.matched();
+      return false;
+    }
+    return true;
+  };
+  const auto budget_left = [&] { return out.tokens.size() < options.max_tokens; };
 
   const Clock::time_point start = Clock::now();
-  KIPP_TRY(eval_tokens(c, prompt, logits));
+  KIPP_TRY(eval_tokens(c, prompt, logits.data(), 1));
   const Clock::time_point prompt_done = Clock::now();
   out.timings.prompt_tokens = uint32_t(prompt.size());
   out.timings.prompt_seconds = seconds_between(start, prompt_done);
+  const uint32_t prompt_end = c.session.length();
+  // The tokens prompt lookup searches: this call's prompt and what it generates.
+  std::vector<uint32_t> sequence(prompt.begin(), prompt.end());
+  SpeculationGate gate;
 
+  const float* row = logits.data();  // the logits the next token is sampled from
   while (true) {
-    if (out.tokens.size() >= options.max_tokens) {
+    if (!budget_left()) {
       out.finish = FinishReason::length;
       break;
     }
@@ -68,34 +100,51 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
       out.finish = FinishReason::cancelled;
       break;
     }
-    KIPP_ASSIGN(const uint32_t token, sampler.sample(std::span(logits).first(vocab)));
+    KIPP_ASSIGN(const uint32_t token, sampler.sample(std::span(row, vocab)));
     if (out.tokens.empty()) out.timings.first_token_seconds = seconds_between(start, Clock::now());
-    out.tokens.push_back(token);
-    sampler.accept(token);
-    if (std::find(c.stop_ids.begin(), c.stop_ids.end(), token) != c.stop_ids.end()) {
-      out.finish = FinishReason::stop_token;
-      out.stop = std::string(c.tokenizer.token_bytes(token));
-      break;
-    }
-    KIPP_TRY(decoder.push(token, piece));
-    if (stops.push(piece, released)) {
-      emit(released);
-      out.finish = FinishReason::stop_string;
-      out.stop = stops.matched();
-      piece.clear();
-      break;
-    }
-    piece.clear();
-    emit(released);
+    KIPP_ASSIGN(const bool going, take(token));
+    if (!going) break;
+    sequence.push_back(token);
+    if (!budget_left()) continue;
     // The next token needs this one in the cache; stop at the session's end instead of failing.
-    if (out.tokens.size() < options.max_tokens) {
-      if (c.session.length() >= c.session.capacity()) {
-        out.finish = FinishReason::length;
-        break;
-      }
-      KIPP_TRY(eval_tokens(c, std::span(&token, 1), logits));
+    const uint32_t room = c.session.capacity() - c.session.length();
+    if (room == 0) {
+      out.finish = FinishReason::length;
+      break;
     }
+    // A draft of what may follow, verified in the same evaluation as the token itself: row i of
+    // the logits predicts the token after draft[i - 1].
+    std::vector<uint32_t> batch = {token};
+    if (options.speculative && gate.should_draft()) {
+      const uint32_t limit = uint32_t(std::min<size_t>({kMaxDraftTokens, room - 1, options.max_tokens - out.tokens.size()}));
+      for (uint32_t id : lookup_draft(sequence, limit)) batch.push_back(id);
+    }
+    const uint32_t drafted = uint32_t(batch.size() - 1);
+    KIPP_TRY(eval_tokens(c, batch, logits.data(), drafted + 1));
+    uint32_t accepted = 0;
+    bool going_on = true;
+    while (accepted < drafted && budget_left()) {
+      KIPP_ASSIGN(const uint32_t predicted, sampler.sample(std::span(logits.data() + size_t(accepted) * family::vocab, vocab)));
+      if (predicted != batch[accepted + 1]) break;
+      ++accepted;
+      KIPP_ASSIGN(going_on, take(predicted));
+      sequence.push_back(predicted);
+      if (!going_on) break;
+    }
+    if (drafted > 0) {
+      gate.record(drafted, accepted);
+      out.timings.draft_tokens += drafted;
+      out.timings.accepted_draft_tokens += accepted;
+    }
+    if (!going_on) break;
+    // Drop the rejected draft tokens from the cache; the next token comes from the row after the
+    // last accepted one (sampled again there: greedy gives the same token).
+    if (accepted < drafted) KIPP_TRY(c.session.truncate(c.session.length() - (drafted - accepted)));
+    row = logits.data() + size_t(accepted) * family::vocab;
   }
+  // As without drafts, the cache ends holding the prompt and every token but the last.
+  const uint32_t keep = prompt_end + uint32_t(out.tokens.empty() ? 0 : out.tokens.size() - 1);
+  if (c.session.length() > keep) KIPP_TRY(c.session.truncate(keep));
   if (out.finish != FinishReason::stop_string) {
     decoder.finish(piece);
     if (stops.push(piece, released)) {

@@ -30,6 +30,9 @@ struct GenerateOptions {
   SamplingParams sampling;
   std::vector<std::string> stop;  // stop strings, matched on the text across token boundaries
   std::function<bool()> cancelled;  // asked before each token; true ends the generation
+  // Prompt-lookup drafts verified in one multi-row evaluation (greedy only): the same tokens as
+  // plain greedy decoding, fewer evaluation steps when the text repeats its context.
+  bool speculative = false;
 };
 
 struct GenerationTimings {
@@ -38,6 +41,8 @@ struct GenerationTimings {
   uint32_t generated_tokens = 0;   // sampled tokens, the stop token included
   double decode_seconds = 0;       // from the first sampled token to the end
   double first_token_seconds = 0;  // from the start to the first sampled token
+  uint32_t draft_tokens = 0;           // speculative: draft tokens verified
+  uint32_t accepted_draft_tokens = 0;  // of which accepted
 };
 
 struct Generation {

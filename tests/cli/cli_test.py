@@ -208,6 +208,18 @@ class Generate(unittest.TestCase):
         self.assertEqual(cut.stdout, text[:text.find(stop)] + "\n")
         self.assertIn("finish: stop_string", cut.stderr)
 
+    def test_spec_gives_the_greedy_text_and_needs_greedy(self):
+        extra = ["-n", "24", "--json", "--logit-bias", "1000=100", "--logit-bias", "2000=100",
+                 "--frequency-penalty", "2"]
+        plain = json.loads(self.generate("--greedy", *extra).stdout)
+        spec = json.loads(self.generate("--greedy", "--spec", *extra).stdout)
+        self.assertEqual(spec["tokens"], plain["tokens"])
+        self.assertEqual(spec["text"], plain["text"])
+        self.assertGreater(spec["timings"]["draft_tokens"], 0)
+        run = self.generate("--spec", "--temperature", "0.8")
+        self.assertEqual(run.returncode, 1)
+        self.assertIn("needs greedy", run.stderr)
+
     def test_bad_settings_are_one_line_errors(self):
         cases = [(["--temperature", "-1"], "temperature"), (["--top-p", "0"], "top_p"),
                  (["--min-p", "2"], "min_p"), (["--logit-bias", "7"], "--logit-bias 7"),

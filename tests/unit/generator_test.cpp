@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <random>
 
+#include "engine/prompt_lookup.h"
 #include "engine/stop_strings.h"
 #include "model/model_file.h"
 #include "test_paths.h"
@@ -77,6 +78,28 @@ TEST(StopStrings, EarliestMatchWinsAndOverlappingStopsWork) {
   }
 }
 
+TEST(PromptLookup, DraftsWhatFollowedTheLatestLongestMatch) {
+  const std::vector<uint32_t> seq = {1, 2, 3, 4, 5, 9, 2, 3, 4, 6, 7, 1, 2, 3, 4};
+  // The last 3 tokens (2 3 4) occurred at 6 and at 1; the latest is followed by 6 7 1 2 3 4.
+  EXPECT_EQ(lookup_draft(seq, 8), (std::vector<uint32_t>{6, 7, 1, 2, 3, 4}));
+  EXPECT_EQ(lookup_draft(seq, 2), (std::vector<uint32_t>{6, 7}));
+  // No 3- or 2-gram match: the last token alone.
+  EXPECT_EQ(lookup_draft(std::vector<uint32_t>{5, 8, 1, 9, 5}, 8), (std::vector<uint32_t>{8, 1, 9, 5}));
+  EXPECT_TRUE(lookup_draft(std::vector<uint32_t>{1, 2, 3}, 8).empty());
+  EXPECT_TRUE(lookup_draft(std::vector<uint32_t>{}, 8).empty());
+}
+
+TEST(PromptLookup, TheGatePausesAfterRejectionsAndProbesAgain) {
+  SpeculationGate gate;
+  EXPECT_TRUE(gate.should_draft());
+  for (int i = 0; i < 6; ++i) gate.record(8, 0);
+  int paused = 0;
+  while (!gate.should_draft()) ++paused;
+  EXPECT_GT(paused, 0);
+  gate.record(8, 8);
+  EXPECT_TRUE(gate.should_draft());
+}
+
 class Generate : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,6 +113,12 @@ class Generate : public ::testing::Test {
     ASSERT_TRUE(backend) << backend.error().message;
     backend_ = std::move(*backend);
     stop_ids_ = file_->checkpoint().stop_ids();
+  }
+
+  void use_backend(const char* name) {
+    auto backend = create_backend(name, *file_);
+    ASSERT_TRUE(backend) << backend.error().message;
+    backend_ = std::move(*backend);
   }
 
   Generation run(const std::vector<uint32_t>& prompt, const GenerateOptions& options, std::string* streamed = nullptr,
@@ -221,6 +250,76 @@ TEST_F(Generate, EndsAtTheSessionCapacityAndRefusesBadPrompts) {
   EXPECT_FALSE(generate(context, std::vector<uint32_t>{200000}, options));  // not a token
   options.sampling.top_p = 0.0f;
   EXPECT_FALSE(generate(context, std::vector<uint32_t>{1, 2}, options));  // bad settings
+}
+
+TEST_F(Generate, SpeculativeDecodingGivesExactlyTheGreedyTokens) {
+  use_backend("cpu");  // batch-invariant: a row's logits do not depend on the rows beside it
+  // Prompts that repeat themselves (drafts accepted), that do not (rejected or none), and that
+  // contain the stop tokens so that drafts propose them.
+  const std::vector<std::string> texts = {
+      "one two three one two three one two three one two",
+      "The quick brown fox jumps over the lazy dog.",
+      "def f(x):\n    return x + 1\n\ndef g(x):\n    return x + 1\n\ndef h(x):\n",
+      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nhello<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n",
+      "a",
+      "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13,",
+      "日本語のテキスト、日本語のテキスト、日本語の",
+      "<|endoftext|> x <|endoftext|> x <|endoftext|>",
+  };
+  uint32_t drafted = 0, accepted = 0, stopped = 0;
+  for (const std::string& text : texts) {
+    for (uint32_t max_tokens : {1u, 7u, 40u}) {
+      auto ids = tokenizer_->encode(text);
+      ASSERT_TRUE(ids);
+      GenerateOptions options;
+      options.max_tokens = max_tokens;
+      options.sampling.temperature = 0.0f;
+      // The synthetic model repeats one token, which drafts always guess. Three boosted tokens
+      // and a frequency penalty make it rotate irregularly, so that drafts copied from what it
+      // wrote are also rejected; this also checks that the penalties see accepted drafts in order.
+      if (max_tokens == 40) {
+        options.sampling.logit_bias = {{1000, 100.0f}, {2000, 100.0f}, {3000, 100.0f}};
+        options.sampling.frequency_penalty = 2.0f;
+      }
+      options.stop = {"@@"};
+      const Generation plain = run(*ids, options);
+      options.speculative = true;
+      std::string streamed;
+      const Generation spec = run(*ids, options, &streamed);
+      EXPECT_EQ(spec.tokens, plain.tokens) << text << " n=" << max_tokens;
+      EXPECT_EQ(spec.text, plain.text);
+      EXPECT_EQ(streamed, spec.text);
+      EXPECT_EQ(spec.finish, plain.finish);
+      drafted += spec.timings.draft_tokens;
+      accepted += spec.timings.accepted_draft_tokens;
+      stopped += spec.finish == FinishReason::stop_token;
+    }
+  }
+  // The set exercised both outcomes of a verification.
+  EXPECT_GT(accepted, 0u);
+  EXPECT_LT(accepted, drafted);
+  (void)stopped;
+}
+
+TEST_F(Generate, SpeculativeDecodingLeavesTheCacheAsPlainDecodingDoes) {
+  use_backend("cpu");
+  auto ids = tokenizer_->encode("one two three one two three one two three");
+  ASSERT_TRUE(ids);
+  GenerateOptions options;
+  options.max_tokens = 20;
+  options.sampling.temperature = 0.0f;
+  for (bool speculative : {false, true}) {
+    options.speculative = speculative;
+    auto session = backend_->create_session(256);
+    GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
+    auto g = generate(context, *ids, options);
+    ASSERT_TRUE(g);
+    EXPECT_EQ((*session)->length(), ids->size() + g->tokens.size() - 1) << speculative;
+  }
+  options.sampling.temperature = 0.7f;
+  auto session = backend_->create_session(256);
+  GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
+  EXPECT_FALSE(generate(context, *ids, options));  // drafts need greedy
 }
 
 }  // namespace
