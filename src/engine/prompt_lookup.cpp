@@ -12,9 +12,14 @@ std::vector<uint32_t> lookup_draft(std::span<const uint32_t> sequence, uint32_t 
     // Occurrences starting at `start`, latest first, that end before the key itself.
     for (size_t start = size - n; start-- > 0;) {
       if (!std::equal(key.begin(), key.end(), sequence.begin() + start)) continue;
-      const size_t from = start + n, count = std::min<size_t>(limit, size - from);
-      if (count == 0) continue;
-      return {sequence.begin() + from, sequence.begin() + from + count};
+      // What followed the match, copied forward; where the copy runs into the end of the
+      // sequence it goes on from its own start (the text is periodic there), as an LZ77 copy
+      // does, so a run of repeats still gives a full draft.
+      // A single matching token is weak evidence: draft less on it.
+      const size_t from = start + n, count = n == 1 ? std::min<size_t>(limit, kSingleTokenDraft) : limit;
+      std::vector<uint32_t> draft;
+      for (size_t i = 0; i < count; ++i) draft.push_back(from + i < size ? sequence[from + i] : draft[from + i - size]);
+      return draft;
     }
   }
   return {};
@@ -28,15 +33,16 @@ bool SpeculationGate::should_draft() {
 
 void SpeculationGate::record(uint32_t drafted, uint32_t accepted) {
   if (drafted == 0) return;
-  acceptance_ = 0.7 * acceptance_ + 0.3 * double(accepted) / drafted;
-  if (acceptance_ >= 0.25) {
+  acceptance_ = 0.5 * acceptance_ + 0.5 * double(accepted) / drafted;
+  if (acceptance_ >= 0.3) {
     pause_ = 8;
     return;
   }
-  // Drafts keep failing: stop for a while, then probe with the acceptance given another chance.
+  // Drafts keep failing: stop for a while, then probe; one more failed probe pauses again, twice
+  // as long.
   paused_ = pause_;
   pause_ = std::min(pause_ * 2, 256u);
-  acceptance_ = 0.5;
+  acceptance_ = 0.3;
 }
 
 }  // namespace kipp

@@ -12,9 +12,11 @@
 namespace kipp {
 
 inline constexpr uint32_t kMaxDraftTokens = 8;
+inline constexpr uint32_t kSingleTokenDraft = 3;  // most tokens drafted on a 1-token match
 
-// Up to `limit` tokens that followed the most recent earlier occurrence of the sequence's last
-// n tokens, for the largest n in 3..1 that has one; empty when none does.
+// `limit` tokens that followed the most recent earlier occurrence of the sequence's last n
+// tokens, for the largest n in 3..1 that has one (continued periodically past the sequence's
+// end); empty when none does.
 std::vector<uint32_t> lookup_draft(std::span<const uint32_t> sequence, uint32_t limit = kMaxDraftTokens);
 
 class SpeculationGate {
@@ -24,7 +26,7 @@ class SpeculationGate {
   void record(uint32_t drafted, uint32_t accepted);
 
  private:
-  double acceptance_ = 1.0;  // running share of draft tokens accepted
+  double acceptance_ = 0.6;  // running share of draft tokens accepted
   uint32_t paused_ = 0;      // steps left without drafting
   uint32_t pause_ = 8;       // the next pause, doubled while probes keep failing (up to 256)
 };

@@ -80,11 +80,16 @@ TEST(StopStrings, EarliestMatchWinsAndOverlappingStopsWork) {
 
 TEST(PromptLookup, DraftsWhatFollowedTheLatestLongestMatch) {
   const std::vector<uint32_t> seq = {1, 2, 3, 4, 5, 9, 2, 3, 4, 6, 7, 1, 2, 3, 4};
-  // The last 3 tokens (2 3 4) occurred at 6 and at 1; the latest is followed by 6 7 1 2 3 4.
-  EXPECT_EQ(lookup_draft(seq, 8), (std::vector<uint32_t>{6, 7, 1, 2, 3, 4}));
+  // The last 3 tokens (2 3 4) occurred at 6 and at 1; the latest is followed by 6 7 1 2 3 4,
+  // and the copy goes on periodically (6 7 ...) past the end.
+  EXPECT_EQ(lookup_draft(seq, 8), (std::vector<uint32_t>{6, 7, 1, 2, 3, 4, 6, 7}));
   EXPECT_EQ(lookup_draft(seq, 2), (std::vector<uint32_t>{6, 7}));
   // No 3- or 2-gram match: the last token alone.
-  EXPECT_EQ(lookup_draft(std::vector<uint32_t>{5, 8, 1, 9, 5}, 8), (std::vector<uint32_t>{8, 1, 9, 5}));
+  EXPECT_EQ(lookup_draft(std::vector<uint32_t>{5, 8, 1, 9, 5, 6, 6}, 8), (std::vector<uint32_t>{6, 6, 6}));
+  // A run of repeats: the latest match is one token back, and the draft repeats it.
+  EXPECT_EQ(lookup_draft(std::vector<uint32_t>{4, 7, 7, 7, 7}, 5), (std::vector<uint32_t>{7, 7, 7, 7, 7}));
+  // A match of one token only drafts kSingleTokenDraft tokens.
+  EXPECT_EQ(lookup_draft(std::vector<uint32_t>{5, 8, 1, 9, 2, 5}, 8), (std::vector<uint32_t>{8, 1, 9}));
   EXPECT_TRUE(lookup_draft(std::vector<uint32_t>{1, 2, 3}, 8).empty());
   EXPECT_TRUE(lookup_draft(std::vector<uint32_t>{}, 8).empty());
 }
