@@ -186,7 +186,8 @@ Status run_bench(const BenchArgs& args) {
   std::printf("KV cache             %9.1f MiB (%u positions)\n", double(kv_bytes) / (1 << 20), capacity);
   std::printf("other memory         %9.1f MiB (scratch, tables, stacks: anonymous memory less KV and weights)\n",
               double(other_memory) / (1 << 20));
-  std::printf("read bandwidth       %9.2f GB/s (streaming read, 4 streams x %u threads, median of 5)\n", bandwidth, threads);
+  std::printf("read bandwidth       %9.2f GB/s (streaming read, 4 streams x %u threads, median of 5)\n", bandwidth,
+              threads);
   std::printf("decode roofline      %9.2f tok/s (bandwidth / %.1f MiB of weights per token)", roofline,
               double(bytes_per_token) / (1 << 20));
   if (decode_share > 0) std::printf("; decode at %.0f%% of it", 100 * decode_share);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/chat_template.h"
@@ -29,11 +30,11 @@ std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted.store(true); }
 
 struct ChatArgs {
-  std::string model, system, backend;
+  std::string model, system;
   uint32_t max_tokens = 2048, context = 8192;
-  unsigned threads = 0;
   bool no_thinking = false, hide_thinking = false;
   SamplingFlags sampling;
+  BackendFlags backend;
 };
 
 // Writes an answer's streamed text, showing what lies between <think> and </think> dimmed (on a
@@ -112,7 +113,8 @@ class Chat {
     // Keep what the cache already holds of this prompt; evaluate only the rest.
     size_t reused = 0;
     while (reused < cached_.size() && reused + 1 < prompt->size() && cached_[reused] == (*prompt)[reused]) ++reused;
-    KIPP_TRY(session_.truncate(uint32_t(reused)));
+    if (auto cut = session_.truncate(uint32_t(reused)); !cut) return drop_turn(cut.error());
+    cached_.resize(reused);  // kept in step with the session, whatever happens below
     const std::span<const uint32_t> suffix = std::span(*prompt).subspan(reused);
 
     GenerateOptions generate_options;
@@ -168,9 +170,8 @@ Status run_chat(const ChatArgs& args) {
   KIPP_ASSIGN(SamplingParams sampling, args.sampling.resolve(c.variant));
   KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(model->tokenizer()));
   KIPP_TRY(validate(sampling, uint32_t(tokenizer.vocab_size())));
-  const std::string backend_name = args.backend.empty() ? std::string(backend_names()[0]) : args.backend;
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(backend_name, *model, {args.threads}));
   if (args.context < 2) return fail("--context must be at least 2 tokens");
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session, backend->create_session(std::min(args.context, c.context)));
 
   struct sigaction action {};
@@ -210,10 +211,10 @@ Command add_chat_command(CLI::App& app) {
   sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints answer directly)");
   sub->add_flag("--hide-thinking", args->hide_thinking, "Do not print the thinking (it is shown dimmed by default)");
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens per answer (default 2048)");
-  sub->add_option("--context", args->context, "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
+  sub->add_option("--context", args->context,
+                  "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
   args->sampling.add_to(*sub);
-  sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
-  sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
+  args->backend.add_to(*sub);
   return {sub, [args] {
             if (auto done = run_chat(*args); !done) return report(done.error());
             return 0;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/generator.h"
@@ -20,12 +21,12 @@ namespace kipp::cli {
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, backend;
+  std::string model, prompt;
   uint32_t max_tokens = 256;
-  unsigned threads = 0;
   bool json = false, speculative = false;
   std::vector<std::string> stop;
   SamplingFlags sampling;
+  BackendFlags backend;
 };
 
 nlohmann::json timings_json(const GenerationTimings& t) {
@@ -50,8 +51,7 @@ Status run_generate(const GenerateArgs& args) {
   if (prompt.empty()) return fail("--prompt is empty: give at least one character to continue from");
   if (prompt.size() >= c.context)
     return fail("--prompt is ", prompt.size(), " tokens; the context of ", c.id, " is ", c.context);
-  const std::string backend_name = args.backend.empty() ? std::string(backend_names()[0]) : args.backend;
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(backend_name, *model, {args.threads}));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   const uint64_t wanted = uint64_t(prompt.size()) + args.max_tokens;
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session,
               backend->create_session(uint32_t(std::min<uint64_t>(wanted, c.context))));
@@ -117,9 +117,9 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
   args->sampling.add_to(*sub);
   sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
-  sub->add_flag("--spec", args->speculative, "Speculative decoding by prompt lookup (greedy only; same output, faster on text that repeats)");
-  sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
-  sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
+  sub->add_flag("--spec", args->speculative,
+                "Speculative decoding by prompt lookup (greedy only; same output, faster on text that repeats)");
+  args->backend.add_to(*sub);
   sub->add_flag("--json", args->json, "Print one JSON result at the end instead of streaming");
   return {sub, [args] {
             if (auto done = run_generate(*args); !done) return report(done.error());

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "engine/perplexity.h"
 #include "model/model_file.h"
@@ -18,10 +19,10 @@ namespace kipp::cli {
 namespace {
 
 struct PerplexityArgs {
-  std::string model, file, backend;
+  std::string model, file;
   uint32_t window = 512;
-  unsigned threads = 0;
   bool json = false;
+  BackendFlags backend;
 };
 
 Status run_perplexity(const PerplexityArgs& args) {
@@ -32,8 +33,7 @@ Status run_perplexity(const PerplexityArgs& args) {
   if (!tokens) return with_context(args.file, tokens.error());
   const Checkpoint& c = model->checkpoint();
   if (args.window > c.context) return fail("--window ", args.window, " is longer than the context of ", c.context);
-  const std::string backend_name = args.backend.empty() ? std::string(backend_names()[0]) : args.backend;
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(backend_name, *model, {args.threads}));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   auto result = perplexity(*backend, *tokens, args.window, uint32_t(tokenizer.vocab_size()));
   if (!result) return with_context(args.file, result.error());
   const PerplexityResult& r = *result;
@@ -60,8 +60,7 @@ Command add_perplexity_command(CLI::App& app) {
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--file", args->file, "A UTF-8 text file")->required();
   sub->add_option("--window", args->window, "Tokens per window, each evaluated from an empty cache (default 512)");
-  sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
-  sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
+  args->backend.add_to(*sub);
   sub->add_flag("--json", args->json, "Machine-readable result");
   return {sub, [args] {
             if (auto done = run_perplexity(*args); !done) return report(done.error());

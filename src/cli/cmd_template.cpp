@@ -50,7 +50,8 @@ Command add_template_command(CLI::App& app) {
   auto* sub = app.add_subcommand("template", "Print the exact chat prompt the checkpoint's template makes of messages");
   auto args = std::make_shared<TemplateArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact of an instruct or thinking checkpoint")->required();
-  sub->add_option("--messages", args->messages, "JSON: [{\"role\":…,\"content\":…}, …] or {\"messages\": […]}; - for stdin")
+  sub->add_option("--messages", args->messages,
+                  "JSON: [{\"role\":…,\"content\":…}, …] or {\"messages\": […]}; - for stdin")
       ->required();
   sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints: an empty think block)");
   sub->add_flag("--no-generation-prompt", args->no_generation_prompt, "Leave out the opening of the assistant's turn");

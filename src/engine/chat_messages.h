@@ -1,6 +1,7 @@
 // OpenAI-style chat messages (a JSON array of {"role", "content"[, "reasoning_content"]}) read
-// into ChatMessage values. What the renderer cannot honour is refused here with the message's
-// index and field: non-string content (parts arrays), tool calls, tool messages, unknown roles.
+// into ChatMessage values. What cannot be read is refused here with the message's index and
+// field: a missing role, content that is not a string (content-part arrays), tool calls. Roles
+// are checked by render_chat, which refuses tool messages and unknown roles.
 #pragma once
 
 #include <vector>

@@ -12,7 +12,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
 
 // Appends `tokens` to the session; logits for the last `rows` of them.
 Status eval_tokens(const GenerateContext& c, std::span<const uint32_t> tokens, float* logits, uint32_t rows) {
@@ -116,7 +118,8 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
     // the logits predicts the token after draft[i - 1].
     std::vector<uint32_t> batch = {token};
     if (options.speculative && gate.should_draft()) {
-      const uint32_t limit = uint32_t(std::min<size_t>({kMaxDraftTokens, room - 1, options.max_tokens - out.tokens.size()}));
+      const uint32_t limit =
+          uint32_t(std::min<size_t>({kMaxDraftTokens, room - 1, options.max_tokens - out.tokens.size()}));
       for (uint32_t id : lookup_draft(sequence, limit)) batch.push_back(id);
     }
     const uint32_t drafted = uint32_t(batch.size() - 1);
@@ -124,7 +127,8 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
     uint32_t accepted = 0;
     bool going_on = true;
     while (accepted < drafted && budget_left()) {
-      KIPP_ASSIGN(const uint32_t predicted, sampler.sample(std::span(logits.data() + size_t(accepted) * family::vocab, vocab)));
+      const float* draft_row = logits.data() + size_t(accepted) * family::vocab;
+      KIPP_ASSIGN(const uint32_t predicted, sampler.sample(std::span(draft_row, vocab)));
       if (predicted != batch[accepted + 1]) break;
       ++accepted;
       KIPP_ASSIGN(going_on, take(predicted));

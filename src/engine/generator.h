@@ -39,7 +39,7 @@ struct GenerationTimings {
   uint32_t prompt_tokens = 0;
   double prompt_seconds = 0;       // evaluating the prompt
   uint32_t generated_tokens = 0;   // sampled tokens, the stop token included
-  double decode_seconds = 0;       // from the first sampled token to the end
+  double decode_seconds = 0;       // from the end of the prompt to the end
   double first_token_seconds = 0;  // from the start to the first sampled token
   uint32_t draft_tokens = 0;           // speculative: draft tokens verified
   uint32_t accepted_draft_tokens = 0;  // of which accepted

@@ -24,7 +24,7 @@ double negative_log_likelihood(const float* logits, uint32_t vocab, uint32_t tok
 
 Result<PerplexityResult> perplexity(BackendModel& model, std::span<const uint32_t> tokens, uint32_t window,
                                     uint32_t vocab) {
-  if (window < 2) return fail("--window must be at least 2 tokens (one of context, one scored)");
+  if (window < 2) return fail("the window must be at least 2 tokens (one of context, one scored)");
   if (tokens.size() < 2) return fail("the text is ", tokens.size(), " token(s); perplexity needs at least 2");
   for (uint32_t token : tokens)
     if (token >= vocab) return fail("token ", token, " is outside the vocabulary");

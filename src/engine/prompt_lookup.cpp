@@ -9,16 +9,17 @@ std::vector<uint32_t> lookup_draft(std::span<const uint32_t> sequence, uint32_t 
   for (size_t n = 3; n >= 1; --n) {
     if (size < n + 1) continue;
     const std::span<const uint32_t> key = sequence.subspan(size - n);
-    // Occurrences starting at `start`, latest first, that end before the key itself.
+    // Earlier occurrences (they may overlap the key), the latest first.
     for (size_t start = size - n; start-- > 0;) {
       if (!std::equal(key.begin(), key.end(), sequence.begin() + start)) continue;
       // What followed the match, copied forward; where the copy runs into the end of the
       // sequence it goes on from its own start (the text is periodic there), as an LZ77 copy
-      // does, so a run of repeats still gives a full draft.
-      // A single matching token is weak evidence: draft less on it.
+      // does, so a run of repeats still gives a full draft. A single matching token is weak
+      // evidence: fewer tokens are drafted on it.
       const size_t from = start + n, count = n == 1 ? std::min<size_t>(limit, kSingleTokenDraft) : limit;
       std::vector<uint32_t> draft;
-      for (size_t i = 0; i < count; ++i) draft.push_back(from + i < size ? sequence[from + i] : draft[from + i - size]);
+      for (size_t i = 0; i < count; ++i)
+        draft.push_back(from + i < size ? sequence[from + i] : draft[from + i - size]);
       return draft;
     }
   }

@@ -271,7 +271,7 @@ TEST_F(Generate, SpeculativeDecodingGivesExactlyTheGreedyTokens) {
       "日本語のテキスト、日本語のテキスト、日本語の",
       "<|endoftext|> x <|endoftext|> x <|endoftext|>",
   };
-  uint32_t drafted = 0, accepted = 0, stopped = 0;
+  uint32_t drafted = 0, accepted = 0;
   for (const std::string& text : texts) {
     for (uint32_t max_tokens : {1u, 7u, 40u}) {
       auto ids = tokenizer_->encode(text);
@@ -297,13 +297,11 @@ TEST_F(Generate, SpeculativeDecodingGivesExactlyTheGreedyTokens) {
       EXPECT_EQ(spec.finish, plain.finish);
       drafted += spec.timings.draft_tokens;
       accepted += spec.timings.accepted_draft_tokens;
-      stopped += spec.finish == FinishReason::stop_token;
     }
   }
   // The set exercised both outcomes of a verification.
   EXPECT_GT(accepted, 0u);
   EXPECT_LT(accepted, drafted);
-  (void)stopped;
 }
 
 TEST_F(Generate, SpeculativeDecodingLeavesTheCacheAsPlainDecodingDoes) {

@@ -1,4 +1,5 @@
-// The avx2 kernel set: 8-float vectors; 4 x 3 tiles over Q8_0/Q4_1, 1 panel x 6 tokens over FP32/BF16 (flags in src/CMakeLists.txt).
+// The avx2 kernel set: 8-float vectors; 4 x 3 tiles over Q8_0/Q4_1, 1 panel x 6 tokens over FP32/BF16
+// (flags in src/CMakeLists.txt).
 #define KIPP_KERNEL_NS avx2
 #define KIPP_KERNEL_NAME "avx2"
 #define KIPP_LANES 8

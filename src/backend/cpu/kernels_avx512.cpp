@@ -1,4 +1,5 @@
-// The avx512 kernel set: 16-float vectors; 4 x 6 tiles over Q8_0/Q4_1, 2 panels x 8 tokens over FP32/BF16 (flags in src/CMakeLists.txt).
+// The avx512 kernel set: 16-float vectors; 4 x 6 tiles over Q8_0/Q4_1, 2 panels x 8 tokens over FP32/BF16
+// (flags in src/CMakeLists.txt).
 #define KIPP_KERNEL_NS avx512
 #define KIPP_KERNEL_NAME "avx512"
 #define KIPP_LANES 16

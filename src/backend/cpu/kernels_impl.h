@@ -305,7 +305,8 @@ void panel_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0, uint32_t c_
   for (uint32_t c = c_begin; c < c_end; ++c) {
     vf w[V];
     for (int p = 0; p < P; ++p)
-      for (int v = 0; v < kPanelVecs; ++v) w[p * kPanelVecs + v] = widen_column<F>(panels + p * panel_bytes + c * kColumn, v);
+      for (int v = 0; v < kPanelVecs; ++v)
+        w[p * kPanelVecs + v] = widen_column<F>(panels + p * panel_bytes + c * kColumn, v);
     for (int t = 0; t < T; ++t) {
       const vf xv = splat(x[t * a.x_stride + c]);
       for (int v = 0; v < V; ++v) acc[v][t] = madd(w[v], xv, acc[v][t]);

@@ -1,0 +1,24 @@
+// The --backend and --threads flags of the commands that run a model (generate, chat,
+// perplexity), and the backend they make.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "backend/backend.h"
+#include "model/model_file.h"
+#include "util/error.h"
+
+namespace kipp::cli {
+
+struct BackendFlags {
+  std::string name = std::string(backend_names()[0]);
+  unsigned threads = 0;  // 0: one per physical core
+
+  void add_to(CLI::App& app);
+  Result<std::unique_ptr<BackendModel>> create(const ModelFile& model) const;
+};
+
+}  // namespace kipp::cli
