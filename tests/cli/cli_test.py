@@ -377,4 +377,8 @@ if __name__ == "__main__":
     ARGS, rest = parser.parse_known_args()
     shutil.rmtree(ARGS.scratch, ignore_errors=True)
     os.makedirs(ARGS.scratch)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
+    outcome = unittest.main(argv=[sys.argv[0], "-v", *rest], exit=False)
+    passed = outcome.result.wasSuccessful()
+    if passed:
+        shutil.rmtree(ARGS.scratch, ignore_errors=True)  # a failed run keeps its files for a post-mortem
+    sys.exit(0 if passed else 1)

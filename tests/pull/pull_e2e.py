@@ -364,6 +364,7 @@ def main():
         print(f"FAIL pull.{args.scenario}: {failure}", file=sys.stderr)
         return 1
     print(f"ok pull.{args.scenario} ({time.monotonic() - started:.1f}s)")
+    shutil.rmtree(args.work, ignore_errors=True)  # a failed scenario keeps its files for a post-mortem
     return 0
 
 

@@ -8,6 +8,7 @@ position's full logit row is compared by compare_logits.py with the given bounds
 import argparse
 import os
 import random
+import shutil
 import subprocess
 import sys
 
@@ -41,13 +42,18 @@ def kipp_logits(model, backend, out):
 
 test_out = os.path.join(args.work, "test.f32")
 reference_out = os.path.join(args.work, "reference.f32")
-kipp_logits(args.model, args.backend, test_out)
-if args.oracle_source:
-    subprocess.run([sys.executable, os.path.join(HERE, "qwen3_reference.py"), "--source", args.oracle_source,
-                    "--ids", ids, "--out", reference_out], check=True)
-else:
-    kipp_logits(args.reference_model, args.reference_backend, reference_out)
-result = subprocess.run([sys.executable, os.path.join(HERE, "compare_logits.py"), test_out, reference_out,
-                         "--vocab", "151936", "--max-nmse", args.max_nmse,
-                         "--min-argmax-agreement", args.min_argmax_agreement])
+try:
+    kipp_logits(args.model, args.backend, test_out)
+    if args.oracle_source:
+        subprocess.run([sys.executable, os.path.join(HERE, "qwen3_reference.py"), "--source", args.oracle_source,
+                        "--ids", ids, "--out", reference_out], check=True)
+    else:
+        kipp_logits(args.reference_model, args.reference_backend, reference_out)
+    result = subprocess.run([sys.executable, os.path.join(HERE, "compare_logits.py"), test_out, reference_out,
+                             "--vocab", "151936", "--max-nmse", args.max_nmse,
+                             "--min-argmax-agreement", args.min_argmax_agreement])
+finally:
+    # Logits of every position over the whole vocabulary run to tens of MiB per gate; the
+    # comparison has printed what a post-mortem needs.
+    shutil.rmtree(args.work, ignore_errors=True)
 sys.exit(result.returncode)

@@ -9,7 +9,7 @@ namespace kipp::testing {
 
 std::string tokenizer_dir();
 std::string test_models_dir();
-// A fresh, empty directory for one test, under the build tree.
+// A fresh, empty directory for one test, under the build tree, removed when the process exits.
 std::string scratch_dir(const std::string& test_name);
 
 }  // namespace kipp::testing
