@@ -8,7 +8,7 @@ debian_packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
-  libutf8proc-dev libpcre2-dev
+  libutf8proc-dev libpcre2-dev libboost-dev
   python3 python3-numpy
   nodejs npm
 )

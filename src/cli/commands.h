@@ -27,6 +27,7 @@ Command add_generate_command(CLI::App& app);
 Command add_template_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 // Prints "kipp: <message>" to stderr and returns the failure status.
 int report(const Error& error);

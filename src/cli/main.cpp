@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       add_generate_command(app),
       add_chat_command(app),
       add_perplexity_command(app),
+      add_serve_command(app),
       add_bench_command(app),
   };
   try {

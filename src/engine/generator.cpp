@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "engine/output_text.h"
 #include "engine/prompt_lookup.h"
-#include "engine/stop_strings.h"
-#include "tokenizer/stream_decoder.h"
 
 namespace kipp {
 namespace {
@@ -51,9 +50,8 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   Generation out;
   const uint32_t rows = options.speculative ? kMaxDraftTokens + 1 : 1;
   std::vector<float> logits(size_t(rows) * family::vocab);
-  StreamDecoder decoder(c.tokenizer);
-  StopStrings stops(options.stop);
-  std::string piece, released;
+  OutputText output(c.tokenizer, options.stop);
+  std::string released;
   const auto emit = [&](std::string& text) {
     if (text.empty()) return;
     out.text += text;
@@ -69,13 +67,11 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
       out.stop = std::string(c.tokenizer.token_bytes(token));
       return false;
     }
-    KIPP_TRY(decoder.push(token, piece));
-    const bool stopped = stops.push(piece, released);
-    piece.clear();
+    KIPP_ASSIGN(const bool stopped, output.push(token, released));
     emit(released);
     if (stopped) {
       out.finish = FinishReason::stop_string;
-      out.stop = stops.matched();
+      out.stop = output.matched();
       return false;
     }
     return true;
@@ -150,12 +146,9 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   const uint32_t keep = prompt_end + uint32_t(out.tokens.empty() ? 0 : out.tokens.size() - 1);
   if (c.session.length() > keep) KIPP_TRY(c.session.truncate(keep));
   if (out.finish != FinishReason::stop_string) {
-    decoder.finish(piece);
-    if (stops.push(piece, released)) {
+    if (output.finish(released)) {
       out.finish = FinishReason::stop_string;
-      out.stop = stops.matched();
-    } else {
-      stops.finish(released);
+      out.stop = output.matched();
     }
     emit(released);
   }

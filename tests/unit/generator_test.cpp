@@ -11,6 +11,7 @@
 #include "engine/stop_strings.h"
 #include "model/model_file.h"
 #include "test_paths.h"
+#include "tiny_checkpoint.h"
 
 namespace kipp {
 namespace {
@@ -108,16 +109,14 @@ TEST(PromptLookup, TheGatePausesAfterRejectionsAndProbesAgain) {
 class Generate : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
-    ASSERT_TRUE(file) << file.error().message;
-    file_ = std::move(*file);
-    auto tokenizer = Tokenizer::create(file_->tokenizer());
-    ASSERT_TRUE(tokenizer) << tokenizer.error().message;
-    tokenizer_ = std::make_unique<Tokenizer>(std::move(*tokenizer));
+    testing::TinyCheckpoint tiny;
+    ASSERT_NO_FATAL_FAILURE(testing::open_tiny_checkpoint(tiny));
+    file_ = std::move(tiny.file);
+    tokenizer_ = std::move(tiny.tokenizer);
+    stop_ids_ = std::move(tiny.stop_ids);
     auto backend = create_backend("cpu-ref", *file_);
     ASSERT_TRUE(backend) << backend.error().message;
     backend_ = std::move(*backend);
-    stop_ids_ = file_->checkpoint().stop_ids();
   }
 
   void use_backend(const char* name) {

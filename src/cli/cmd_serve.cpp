@@ -1,0 +1,170 @@
+// `kipp serve --model FILE [--host 127.0.0.1] [--port 8080] [--kv-pool-mib N] [--max-batch N]
+// [--api-key KEY] [--backend B] [--threads N] ...`: the OpenAI-compatible server. The socket is
+// bound first, so /health answers 503 while the model loads; SIGINT or SIGTERM stop it cleanly.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "backend/backend.h"
+#include "cli/backend_flags.h"
+#include "cli/commands.h"
+#include "engine/scheduler.h"
+#include "model/model_file.h"
+#include "server/api_server.h"
+#include "server/http_server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kipp::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model, host = "127.0.0.1", api_key;
+  uint16_t port = 8080;
+  uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
+  uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
+  unsigned max_connections = 256;
+  uint64_t max_body_bytes = 8 << 20;
+  double request_timeout = 30, idle_timeout = 60, write_timeout = 30;
+  BackendFlags backend;
+};
+
+// The model, the tokenizer, the backend and the scheduler, in the order they must be destroyed.
+struct LoadedModel {
+  std::unique_ptr<ModelFile> file;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<BackendModel> backend;
+  std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<server::ApiServer> api;
+};
+
+uint32_t pool_blocks_for(const Checkpoint& c, uint32_t mib) {
+  const uint64_t block_bytes = c.kv_bytes_per_token() * kKvBlockTokens;
+  const uint64_t context_blocks = kv_blocks_for(c.context);
+  if (mib > 0) return uint32_t(std::max<uint64_t>(1, (uint64_t(mib) << 20) / block_bytes));
+  return uint32_t(std::min<uint64_t>(context_blocks, std::max<uint64_t>(1, (uint64_t(4096) << 20) / block_bytes)));
+}
+
+Result<LoadedModel> load(const ServeArgs& args) {
+  LoadedModel loaded;
+  KIPP_ASSIGN(loaded.file, ModelFile::open(args.model));
+  KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(loaded.file->tokenizer()));
+  loaded.tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer));
+  KIPP_ASSIGN(loaded.backend, args.backend.create(*loaded.file));
+  const Checkpoint& c = loaded.file->checkpoint();
+  SchedulerOptions options;
+  options.pool_blocks = pool_blocks_for(c, args.kv_pool_mib);
+  options.max_sequences = args.max_batch;
+  options.max_waiting = args.max_waiting;
+  options.step_tokens = args.step_tokens;
+  KIPP_ASSIGN(loaded.scheduler, Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
+  server::ApiConfig config;
+  config.model_id = std::string(c.id);
+  config.variant = c.variant;
+  config.context = c.context;
+  if (!args.api_key.empty()) config.api_key = args.api_key;
+  loaded.api = std::make_unique<server::ApiServer>(config, *loaded.tokenizer, *loaded.scheduler);
+  std::fprintf(stderr, "kipp serve: %s on %s, KV pool %u blocks (%.0f MiB), up to %u sequences per step\n",
+               std::string(c.id).c_str(), loaded.backend->describe().c_str(), options.pool_blocks,
+               double(options.pool_blocks) * c.kv_bytes_per_token() * kKvBlockTokens / (1 << 20), options.max_sequences);
+  return loaded;
+}
+
+std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(int64_t(seconds * 1000)); }
+
+int run_serve(const ServeArgs& args) {
+  // SIGINT and SIGTERM are taken by one thread that stops the server; every other thread blocks
+  // them (they inherit this mask). A client gone mid-write must not kill the process.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  server::HttpLimits limits;
+  limits.max_connections = args.max_connections;
+  limits.max_body_bytes = args.max_body_bytes;
+  limits.request_timeout = millis(args.request_timeout);
+  limits.idle_timeout = millis(args.idle_timeout);
+  limits.write_timeout = millis(args.write_timeout);
+
+  std::atomic<server::ApiServer*> api{nullptr};
+  auto handler = [&api](server::HttpRequest request, std::shared_ptr<server::HttpExchange> exchange) {
+    if (server::ApiServer* ready = api.load()) return ready->handle(std::move(request), std::move(exchange));
+    server::answer_while_loading(request, exchange);
+  };
+  auto http = server::HttpServer::create(args.host, args.port, limits, handler);
+  if (!http) return report(http.error());
+  std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
+
+  std::thread signals([&] {
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    (*http)->stop();
+  });
+  std::optional<Error> load_error;
+  LoadedModel loaded;
+  std::thread loader([&] {
+    auto model = load(args);
+    if (!model) {
+      load_error = model.error();
+      (*http)->stop();
+      return;
+    }
+    loaded = std::move(*model);
+    api.store(loaded.api.get());
+    std::fprintf(stderr, "kipp serve: ready\n");
+  });
+  (*http)->run();
+  loader.join();
+  pthread_kill(signals.native_handle(), SIGTERM);  // releases the signal thread if no signal came
+  signals.join();
+  api.store(nullptr);
+  loaded.scheduler.reset();  // cancels what is left before the backend goes
+  if (load_error) return report(*load_error);
+  std::fprintf(stderr, "kipp serve: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto* sub = app.add_subcommand("serve", "Serve the OpenAI-compatible API (completions, chat, metrics)");
+  auto args = std::make_shared<ServeArgs>();
+  sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
+  sub->add_option("--host", args->host, "Address to bind (default 127.0.0.1: this machine only)");
+  sub->add_option("--port", args->port, "Port (default 8080; 0 picks a free one)");
+  sub->add_option("--kv-pool-mib", args->kv_pool_mib,
+                  "Size of the shared KV pool in MiB (default: the whole context, at most 4096)");
+  sub->add_option("--max-batch", args->max_batch, "Most sequences evaluated together (default 16)")
+      ->check(CLI::Range(1, 256));
+  sub->add_option("--max-waiting", args->max_waiting, "Most queued requests before 503 (default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
+      ->check(CLI::Range(1, 65536));
+  sub->add_option("--api-key", args->api_key, "Require \"Authorization: Bearer KEY\" on /v1 routes")
+      ->envname("KIPP_API_KEY");
+  sub->add_option("--max-connections", args->max_connections, "Open connections at once (default 256)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--max-body-bytes", args->max_body_bytes, "Largest request body (default 8 MiB)")
+      ->check(CLI::Range(1024, 1 << 30));
+  sub->add_option("--request-timeout", args->request_timeout, "Seconds for a whole request to arrive (default 30)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("--idle-timeout", args->idle_timeout, "Seconds an idle keep-alive connection stays (default 60)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("--write-timeout", args->write_timeout,
+                  "Seconds a client may stop reading before it is dropped (default 30)")
+      ->check(CLI::Range(0.05, 3600.0));
+  args->backend.add_to(*sub);
+  return {sub, [args] { return run_serve(*args); }};
+}
+
+}  // namespace kipp::cli

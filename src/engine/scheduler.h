@@ -1,0 +1,167 @@
+// The server's scheduler: requests in FIFO order, continuous batching over the model's shared KV
+// pool. It knows token ids, sampling settings and text, never HTTP.
+//
+// Each step evaluates, in one `eval` call, one prefill chunk or one decode token for every active
+// sequence, so the weights are read once per step for all of them. A request of `n` choices is
+// n sequences; the siblings share the full blocks of the first choice's prompt instead of
+// evaluating them again. Full blocks are published to the pool as soon as they are written, so a
+// later (or concurrent) request with the same prefix adopts them. Admission reserves the
+// worst-case blocks of every choice, so a running sequence never runs out of KV; a request that
+// does not fit waits at the head of the queue. The fast CPU backend is batch- and
+// chunk-invariant, so a greedy answer is the same whatever else runs beside it.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.h"
+#include "engine/generator.h"
+#include "engine/histogram.h"
+#include "engine/kv_block_pool.h"
+#include "engine/logprobs.h"
+#include "engine/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kipp {
+
+struct SchedulerOptions {
+  uint32_t pool_blocks = 0;       // 32-position KV blocks in the shared pool
+  uint32_t max_sequences = 16;    // sequences (choices) evaluated together
+  uint32_t max_waiting = 64;      // queued requests; beyond it submit() says the server is full
+  uint32_t step_tokens = 512;     // prompt tokens evaluated per step, over all prefilling sequences
+};
+
+// One generated token of one choice, for logprobs: the text it released (the pieces of a choice
+// concatenate to its text exactly) and its log-probabilities.
+struct TokenReport {
+  std::string text;
+  LogprobsAtStep logprobs;
+};
+
+// What became final for one choice since its last update.
+struct ChoiceUpdate {
+  uint32_t choice = 0;
+  std::string text;
+  std::vector<TokenReport> tokens;     // only when the request asked for logprobs
+  std::optional<FinishReason> finish;  // set on the choice's last update
+};
+
+struct RequestReport {
+  std::optional<std::string> error;  // the request failed (a backend error); text so far stands
+  bool cancelled = false;
+  uint32_t prompt_tokens = 0;
+  uint32_t cached_tokens = 0;        // prompt positions adopted from the pool by the first choice
+  uint32_t completion_tokens = 0;    // sampled tokens over all choices, stop tokens included
+  double queue_seconds = 0;          // submitted -> admitted
+  double prompt_seconds = 0;         // admitted -> first sampled token
+  double decode_seconds = 0;         // first sampled token -> done
+};
+
+struct CompletionRequest {
+  std::vector<uint32_t> prompt;  // at least one token
+  uint32_t max_tokens = 16;
+  uint32_t n = 1;
+  SamplingParams sampling;       // choice i samples with seed + i
+  std::vector<std::string> stop;
+  bool logprobs = false;
+  uint32_t top_logprobs = 0;
+  // Both run on the scheduler thread and must not block; on_done runs exactly once, last.
+  std::function<void(const ChoiceUpdate&)> on_update;
+  std::function<void(const RequestReport&)> on_done;
+};
+
+// Held by the front end to cancel its request (e.g. the client disconnected); thread-safe.
+class RequestTicket {
+ public:
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
+};
+
+enum class Verdict { queued, queue_full, too_large };
+
+struct Submission {
+  Verdict verdict = Verdict::queued;
+  std::string reason;  // why it was not queued
+  std::shared_ptr<RequestTicket> ticket;
+};
+
+struct SchedulerStats {
+  uint32_t running = 0, waiting = 0;
+  uint64_t finished = 0, failed = 0, cancelled = 0;
+  uint64_t prompt_tokens = 0, generated_tokens = 0, prefix_tokens_reused = 0;
+  uint64_t steps = 0;
+  KvPoolStats pool;
+  Histogram queue_seconds{{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
+  Histogram first_token_seconds{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
+  Histogram batch_size{{1, 2, 4, 8, 16, 32, 64}};
+};
+
+class Scheduler {
+ public:
+  // Creates the model's KV pool of options.pool_blocks blocks and starts the scheduler thread.
+  static Result<std::unique_ptr<Scheduler>> create(BackendModel& model, const Tokenizer& tokenizer,
+                                                   std::vector<uint32_t> stop_ids, uint32_t context,
+                                                   const SchedulerOptions& options);
+  ~Scheduler();  // cancels what is left (each gets on_done) and joins the thread
+
+  // Checks what can be checked up front (a prompt plus max_tokens beyond the context or the pool
+  // is too_large; a full queue is queue_full) and queues the request.
+  Submission submit(CompletionRequest request);
+  SchedulerStats stats() const;
+  uint32_t context() const { return context_; }
+
+  struct Sequence;
+  struct Request;
+
+ private:
+  Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vector<uint32_t> stop_ids, uint32_t context,
+            const SchedulerOptions& options);
+  void run();
+  void step();
+  void cancel_abandoned();
+  void admit();
+  bool try_admit(Request& request);
+  void start_siblings(Request& request);
+  void evaluate();
+  Status after_eval(Sequence& sequence, uint32_t evaluated, const float* logits);
+  Status sample(Sequence& sequence, std::span<const float> logits);
+  void publish_full_blocks(Sequence& sequence);
+  void finish_sequence(Sequence& sequence);
+  void fail_request(Request& request, const std::string& error);
+  void retire_finished();
+
+  BackendModel& model_;
+  const Tokenizer& tokenizer_;
+  const std::vector<uint32_t> stop_ids_;
+  const uint32_t context_;
+  const uint32_t vocab_;
+  const SchedulerOptions options_;
+  KvBlockPool pool_;
+
+  mutable std::mutex mutex_;  // guards waiting_, stopping_ and stats_
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Request>> waiting_;
+  bool stopping_ = false;
+  SchedulerStats stats_;
+
+  // Scheduler thread only.
+  std::vector<std::unique_ptr<Request>> running_;
+  std::vector<EvalItem> items_;
+  std::vector<Sequence*> item_sequences_;
+  std::vector<uint32_t> item_counts_;
+  std::thread thread_;
+};
+
+}  // namespace kipp

@@ -1,0 +1,315 @@
+#include "server/api_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "engine/chat_messages.h"
+
+namespace kipp::server {
+namespace {
+
+using Json = nlohmann::json;
+
+ApiError field_error(const std::string& field, const std::string& message) {
+  return ApiError{400, field + ": " + message, field};
+}
+
+// A whole number in [low, high] (an integral float such as 1e3 counts; "10" does not).
+std::variant<int64_t, ApiError> whole_number(const Json& value, const std::string& field, int64_t low, int64_t high) {
+  double number;
+  if (value.is_number_integer()) {
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
+      return field_error(field, "must be at most " + std::to_string(high));
+    number = double(value.get<int64_t>());
+    const int64_t whole = value.get<int64_t>();
+    if (whole < low || whole > high)
+      return field_error(field, "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", not " +
+                                    std::to_string(whole));
+    return whole;
+  }
+  if (!value.is_number_float()) return field_error(field, "must be an integer, not " + std::string(value.type_name()));
+  number = value.get<double>();
+  if (!std::isfinite(number) || std::floor(number) != number)
+    return field_error(field, "must be an integer, not " + value.dump());
+  if (number < double(low) || number > double(high))
+    return field_error(field, "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", not " +
+                                  value.dump());
+  return int64_t(number);
+}
+
+// A number in [low, high]; `open_low` excludes low itself.
+std::variant<float, ApiError> real_number(const Json& value, const std::string& field, double low, double high,
+                                          bool open_low = false) {
+  if (!value.is_number()) return field_error(field, "must be a number, not " + std::string(value.type_name()));
+  const double number = value.get<double>();
+  const bool too_low = open_low ? !(number > low) : !(number >= low);
+  if (!std::isfinite(number) || too_low || number > high) {
+    std::string range = (open_low ? "(" : "[") + Json(low).dump() + ", " + Json(high).dump() + "]";
+    return field_error(field, "must be in " + range + ", not " + value.dump());
+  }
+  return float(number);
+}
+
+// OpenAI fields that do nothing Kipp could do differently: accepted, ignored.
+const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store", "service_tier"};
+
+// OpenAI fields Kipp does not implement, for either endpoint.
+const std::set<std::string, std::less<>> kUnsupported = {
+    "echo",       "best_of",          "suffix",         "tools",       "tool_choice",         "functions",
+    "function_call", "response_format", "parallel_tool_calls", "prediction", "modalities", "audio",
+    "reasoning_effort", "web_search_options", "logprobs_format", "verbosity", "stream_format"};
+
+class Reader {
+ public:
+  Reader(Endpoint endpoint, const ApiLimits& limits, ApiRequest& out) : endpoint_(endpoint), limits_(limits), out_(out) {}
+
+  std::optional<ApiError> read(const Json& body) {
+    if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+    bool has_prompt = false;
+    for (const auto& [key, value] : body.items()) {
+      if (kIgnored.count(key)) continue;
+      if (value.is_null() && key != "prompt" && key != "messages" && key != "model") continue;  // null = absent
+      std::optional<ApiError> error = read_field(key, value);
+      if (error) return error;
+      has_prompt |= key == (endpoint_ == Endpoint::chat ? "messages" : "prompt");
+    }
+    if (!body.contains("model")) return field_error("model", "is required");
+    if (!has_prompt) return endpoint_ == Endpoint::chat ? field_error("messages", "is required")
+                                                         : field_error("prompt", "is required");
+    if (out_.include_usage && !out_.stream)
+      return field_error("stream_options", "is only allowed with stream: true");
+    if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
+      return field_error("top_logprobs", "needs logprobs: true");
+    return std::nullopt;
+  }
+
+ private:
+  std::optional<ApiError> read_field(const std::string& key, const Json& value) {
+    const bool chat = endpoint_ == Endpoint::chat;
+    if (key == "model") {
+      if (!value.is_string()) return field_error(key, "must be a string");
+      out_.model = value.get<std::string>();
+    } else if (key == "prompt" && !chat) {
+      return read_prompt(value);
+    } else if (key == "messages" && chat) {
+      auto messages = parse_chat_messages(value);
+      if (!messages) return field_error("messages", messages.error().message);
+      if (messages->empty()) return field_error("messages", "must hold at least one message");
+      out_.messages = std::move(*messages);
+    } else if (key == "max_tokens" || (chat && key == "max_completion_tokens")) {
+      return assign_whole(key, value, 1, INT32_MAX, [&](int64_t v) { out_.max_tokens = uint32_t(v); });
+    } else if (key == "n") {
+      return assign_whole(key, value, 1, limits_.max_n, [&](int64_t v) { out_.n = uint32_t(v); });
+    } else if (key == "temperature") {
+      return assign_real(key, value, 0, 2, false, out_.temperature);
+    } else if (key == "top_p") {
+      return assign_real(key, value, 0, 1, true, out_.top_p);
+    } else if (key == "min_p") {
+      return assign_real(key, value, 0, 1, false, out_.min_p);
+    } else if (key == "frequency_penalty") {
+      return assign_real(key, value, -2, 2, false, out_.frequency_penalty);
+    } else if (key == "presence_penalty") {
+      return assign_real(key, value, -2, 2, false, out_.presence_penalty);
+    } else if (key == "repetition_penalty") {
+      return assign_real(key, value, 0, 2, true, out_.repetition_penalty);
+    } else if (key == "top_k") {
+      // -1 is how vLLM and llama.cpp clients say "off"; so is 0.
+      return assign_whole(key, value, -1, limits_.vocab, [&](int64_t v) { out_.top_k = uint32_t(std::max<int64_t>(v, 0)); });
+    } else if (key == "seed") {
+      return assign_whole(key, value, INT64_MIN, INT64_MAX, [&](int64_t v) { out_.seed = uint64_t(v); });
+    } else if (key == "logit_bias") {
+      return read_logit_bias(value);
+    } else if (key == "stop") {
+      return read_stop(value);
+    } else if (key == "stream") {
+      if (!value.is_boolean()) return field_error(key, "must be true or false");
+      out_.stream = value.get<bool>();
+    } else if (key == "stream_options") {
+      return read_stream_options(value);
+    } else if (key == "logprobs") {
+      if (chat) {
+        if (!value.is_boolean()) return field_error(key, "must be true or false");
+        out_.logprobs = value.get<bool>();
+        return std::nullopt;
+      }
+      return assign_whole(key, value, 0, 5, [&](int64_t v) {
+        out_.logprobs = true;
+        out_.top_logprobs = uint32_t(v);
+      });
+    } else if (key == "top_logprobs" && chat) {
+      return assign_whole(key, value, 0, 20, [&](int64_t v) { out_.top_logprobs = uint32_t(v); });
+    } else if (key == "chat_template_kwargs" && chat) {
+      return read_template_kwargs(value);
+    } else if (kUnsupported.count(key)) {
+      return field_error(key, "is not supported by Kipp");
+    } else {
+      return field_error(key, std::string("is not a field of ") + (chat ? "/v1/chat/completions" : "/v1/completions"));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> assign_whole(const std::string& key, const Json& value, int64_t low, int64_t high,
+                                       const std::function<void(int64_t)>& assign) {
+    auto number = whole_number(value, key, low, high);
+    if (auto* error = std::get_if<ApiError>(&number)) return *error;
+    assign(std::get<int64_t>(number));
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> assign_real(const std::string& key, const Json& value, double low, double high, bool open_low,
+                                      std::optional<float>& target) {
+    auto number = real_number(value, key, low, high, open_low);
+    if (auto* error = std::get_if<ApiError>(&number)) return *error;
+    target = std::get<float>(number);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_prompt(const Json& value) {
+    if (value.is_string()) {
+      out_.prompt_text = value.get<std::string>();
+      return std::nullopt;
+    }
+    if (!value.is_array()) return field_error("prompt", "must be a string or an array of token ids");
+    if (value.empty()) return field_error("prompt", "is empty");
+    if (value[0].is_string() || value[0].is_array())
+      return field_error("prompt", "several prompts in one request are not supported; send one string or one array "
+                                   "of token ids");
+    for (size_t i = 0; i < value.size(); ++i) {
+      const std::string where = "prompt[" + std::to_string(i) + "]";
+      if (!value[i].is_number_integer())
+        return field_error("prompt", where + " must be a token id (an integer), not " + value[i].dump());
+      if (value[i].is_number_unsigned() ? value[i].get<uint64_t>() >= limits_.vocab
+                                        : (value[i].get<int64_t>() < 0 || value[i].get<int64_t>() >= limits_.vocab))
+        return field_error("prompt", where + " = " + value[i].dump() + " is not a token id: the vocabulary has " +
+                                         std::to_string(limits_.vocab) + " tokens");
+      out_.prompt_ids.push_back(uint32_t(value[i].get<int64_t>()));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_logit_bias(const Json& value) {
+    if (!value.is_object()) return field_error("logit_bias", "must be an object of token id -> bias");
+    for (const auto& [key, bias] : value.items()) {
+      uint64_t id = 0;
+      const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id >= limits_.vocab)
+        return field_error("logit_bias", "key \"" + key + "\" is not a token id below " + std::to_string(limits_.vocab));
+      auto number = real_number(bias, "logit_bias", -100, 100);
+      if (auto* error = std::get_if<ApiError>(&number)) return *error;
+      out_.logit_bias.push_back({uint32_t(id), std::get<float>(number)});
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_stop(const Json& value) {
+    std::vector<std::string> stops;
+    if (value.is_string()) {
+      stops.push_back(value.get<std::string>());
+    } else if (value.is_array()) {
+      if (value.size() > limits_.max_stop_strings)
+        return field_error("stop", "at most " + std::to_string(limits_.max_stop_strings) + " stop strings, not " +
+                                       std::to_string(value.size()));
+      for (const Json& stop : value) {
+        if (!stop.is_string()) return field_error("stop", "must be a string or an array of strings");
+        stops.push_back(stop.get<std::string>());
+      }
+    } else {
+      return field_error("stop", "must be a string or an array of strings");
+    }
+    for (const std::string& stop : stops) {
+      if (stop.empty()) return field_error("stop", "an empty stop string would stop before the first character");
+      if (stop.size() > limits_.max_stop_bytes)
+        return field_error("stop", "a stop string may be at most " + std::to_string(limits_.max_stop_bytes) +
+                                       " bytes, not " + std::to_string(stop.size()));
+    }
+    out_.stop = std::move(stops);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_stream_options(const Json& value) {
+    if (!value.is_object()) return field_error("stream_options", "must be an object");
+    for (const auto& [key, option] : value.items()) {
+      if (key != "include_usage") return field_error("stream_options." + key, "is not supported by Kipp");
+      if (!option.is_boolean()) return field_error("stream_options.include_usage", "must be true or false");
+      out_.include_usage = option.get<bool>();
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_template_kwargs(const Json& value) {
+    if (!value.is_object()) return field_error("chat_template_kwargs", "must be an object");
+    for (const auto& [key, option] : value.items()) {
+      if (key != "enable_thinking")
+        return field_error("chat_template_kwargs." + key, "is not supported by Kipp's chat renderer");
+      if (!option.is_boolean()) return field_error("chat_template_kwargs.enable_thinking", "must be true or false");
+      out_.enable_thinking = option.get<bool>();
+    }
+    return std::nullopt;
+  }
+
+  Endpoint endpoint_;
+  const ApiLimits& limits_;
+  ApiRequest& out_;
+};
+
+}  // namespace
+
+bool json_nesting_exceeds(std::string_view body, uint32_t limit) {
+  uint32_t depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
+std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
+                                                     const ApiLimits& limits) {
+  if (body.empty()) return ApiError{400, "the request body is empty: expected a JSON object", ""};
+  if (json_nesting_exceeds(body, limits.max_json_depth))
+    return ApiError{400, "the JSON nests deeper than " + std::to_string(limits.max_json_depth) + " levels", ""};
+  Json json;
+  try {
+    json = Json::parse(body);
+  } catch (const Json::exception& error) {
+    return ApiError{400, std::string("the body is not valid JSON: ") + error.what(), ""};
+  }
+  ApiRequest request;
+  request.endpoint = endpoint;
+  if (auto error = Reader(endpoint, limits, request).read(json)) return *error;
+  return request;
+}
+
+SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults) {
+  SamplingParams params = defaults;
+  if (request.temperature) params.temperature = *request.temperature;
+  if (request.top_p) params.top_p = *request.top_p;
+  if (request.top_k) params.top_k = *request.top_k;
+  if (request.min_p) params.min_p = *request.min_p;
+  if (request.repetition_penalty) params.repetition_penalty = *request.repetition_penalty;
+  if (request.frequency_penalty) params.frequency_penalty = *request.frequency_penalty;
+  if (request.presence_penalty) params.presence_penalty = *request.presence_penalty;
+  params.logit_bias = request.logit_bias;
+  if (request.seed) params.seed = *request.seed;
+  return params;
+}
+
+}  // namespace kipp::server

@@ -1,0 +1,78 @@
+// The OpenAI request bodies Kipp accepts, read and checked before anything else happens: a body
+// either becomes an ApiRequest or an ApiError that names the offending field. The field policy:
+//   - fields Kipp implements are read with their OpenAI types and ranges (null means absent);
+//   - OpenAI fields that cannot change the output (user, metadata, store, service_tier) are
+//     accepted and ignored;
+//   - OpenAI fields Kipp does not implement (tools, response_format, echo, best_of, suffix, ...)
+//     and names that are not OpenAI fields at all are refused, naming the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "engine/chat_template.h"
+#include "engine/sampler.h"
+
+namespace kipp::server {
+
+struct ApiError {
+  ApiError(int status_code, std::string text, std::string field = {}, std::string error_type = "invalid_request_error",
+           std::string error_code = {})
+      : status(status_code), message(std::move(text)), param(std::move(field)), type(std::move(error_type)),
+        code(std::move(error_code)) {}
+
+  int status;
+  std::string message;
+  std::string param;  // the field at fault, when there is one
+  std::string type;
+  std::string code;
+};
+
+enum class Endpoint { completions, chat };
+
+struct ApiLimits {
+  uint32_t vocab = 0;          // token ids must be below it
+  uint32_t max_json_depth = 64;
+  uint32_t max_n = 8;
+  uint32_t max_stop_strings = 4;
+  uint32_t max_stop_bytes = 256;
+};
+
+struct ApiRequest {
+  Endpoint endpoint = Endpoint::completions;
+  std::string model;
+  // completions: the prompt as text or as token ids; chat: the conversation.
+  std::optional<std::string> prompt_text;
+  std::vector<uint32_t> prompt_ids;
+  std::vector<ChatMessage> messages;
+  std::optional<bool> enable_thinking;   // chat_template_kwargs.enable_thinking
+  std::optional<uint32_t> max_tokens;    // absent: the endpoint's default
+  uint32_t n = 1;
+  // Sampling fields the client set; the rest come from the checkpoint's recommended defaults.
+  std::optional<float> temperature, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
+  std::optional<uint32_t> top_k;
+  std::vector<LogitBias> logit_bias;
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;
+  uint32_t top_logprobs = 0;   // completions: logprobs = N; chat: top_logprobs
+};
+
+// Parses and checks one request body for `endpoint`.
+std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
+                                                     const ApiLimits& limits);
+
+// The sampling settings of a request: the client's fields over `defaults`.
+SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults);
+
+// Whether `body` nests arrays and objects deeper than `limit` (strings are skipped), checked
+// before parsing so that a hostile body cannot exhaust the parser's stack.
+bool json_nesting_exceeds(std::string_view body, uint32_t limit);
+
+}  // namespace kipp::server

@@ -1,0 +1,51 @@
+// The OpenAI response shapes: whole responses and SSE chunks for /v1/completions and
+// /v1/chat/completions, usage (with the exact reused prefix in prompt_tokens_details), a
+// llama.cpp-style timings object, and logprobs in each endpoint's native shape.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/generator.h"
+#include "engine/scheduler.h"
+#include "server/api_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace kipp::server {
+
+using Json = nlohmann::ordered_json;  // fields in the order OpenAI writes them; top logprobs by rank
+
+// What identifies one response and its chunks.
+struct ResponseHeader {
+  Endpoint endpoint = Endpoint::completions;
+  std::string id;       // cmpl-… or chatcmpl-…
+  int64_t created = 0;  // Unix seconds
+  std::string model;
+};
+
+ResponseHeader new_response_header(Endpoint endpoint, const std::string& model);
+
+// "stop" or "length" (a cancelled choice is never reported: its client is gone).
+const char* finish_reason_text(FinishReason reason);
+
+Json usage_json(const RequestReport& report);
+Json timings_json(const RequestReport& report);
+
+// Logprobs of `tokens` in the endpoint's shape; `text_offset` is where the first token's text
+// starts within the choice's text, in characters (completions only).
+Json completion_logprobs_json(const std::vector<TokenReport>& tokens, const Tokenizer& tokenizer, size_t text_offset);
+Json chat_logprobs_json(const std::vector<TokenReport>& tokens, const Tokenizer& tokenizer);
+
+// The envelope of a whole response or of one chunk, with `choices` filled in by the caller.
+Json response_envelope(const ResponseHeader& header, bool chunk);
+
+// One server-sent event, invalid UTF-8 replaced (token pieces may end mid-character).
+std::string sse_event(const Json& data);
+std::string json_text(const Json& data);
+
+Json error_json(const ApiError& error);
+
+}  // namespace kipp::server

@@ -1,0 +1,334 @@
+#include "server/api_server.h"
+
+#include <random>
+
+#include "engine/reasoning_split.h"
+#include "server/api_response.h"
+
+namespace kipp::server {
+namespace {
+
+HttpResponse json_response(int status, const Json& body, HttpHeaders headers = {}) {
+  HttpResponse response;
+  response.status = status;
+  response.body = json_text(body);
+  response.headers = std::move(headers);
+  return response;
+}
+
+// Compares without stopping at the first difference, so the time taken says nothing of the key.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char difference = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) difference |= uint8_t(a[i] ^ (i < b.size() ? b[i] : 0));
+  return difference == 0;
+}
+
+// The thinking layout of a chat answer, from the checkpoint's variant and the request.
+ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) {
+  switch (variant) {
+    case Variant::instruct: return enable_thinking ? ReasoningSplitter::Start::maybe_think : ReasoningSplitter::Start::content;
+    case Variant::thinking_2507: return ReasoningSplitter::Start::reasoning;
+    default: return ReasoningSplitter::Start::content;
+  }
+}
+
+// Everything one request produces, turned into a response or SSE chunks. Its methods run on the
+// scheduler thread (updates, done) and, for start(), on the I/O thread; the mutex orders them.
+class Responder : public std::enable_shared_from_this<Responder> {
+ public:
+  Responder(ResponseHeader header, const ApiRequest& request, const Tokenizer& tokenizer,
+            std::shared_ptr<HttpExchange> exchange, ReasoningSplitter::Start thinking)
+      : header_(std::move(header)),
+        stream_(request.stream),
+        include_usage_(request.include_usage),
+        logprobs_(request.logprobs),
+        tokenizer_(tokenizer),
+        exchange_(std::move(exchange)) {
+    choices_.reserve(request.n);
+    for (uint32_t i = 0; i < request.n; ++i) choices_.emplace_back(thinking);
+  }
+
+  // Sends the stream's headers and whatever the scheduler produced before they went out.
+  void start() {
+    std::lock_guard lock(mutex_);
+    if (!stream_) return;
+    exchange_->start_stream(200, "text/event-stream");
+    started_ = true;
+    for (std::string& event : pending_) exchange_->write(std::move(event));
+    pending_.clear();
+  }
+
+  void update(const ChoiceUpdate& update) {
+    std::lock_guard lock(mutex_);
+    Choice& choice = choices_[update.choice];
+    std::string reasoning, content;
+    choice.splitter.push(update.text, reasoning, content);
+    if (update.finish) {
+      choice.splitter.finish(reasoning, content);
+      choice.finish = *update.finish;
+    }
+    const size_t offset = choice.characters;
+    choice.text += update.text;
+    for (const TokenReport& token : update.tokens)
+      for (unsigned char c : token.text) choice.characters += (c & 0xC0) != 0x80;
+    choice.reasoning += reasoning;
+    choice.content += content;
+    for (const TokenReport& token : update.tokens) choice.tokens.push_back(token);
+    if (!stream_) return;
+    if (reasoning.empty() && content.empty() && update.tokens.empty()) return;  // a finish alone waits for done()
+    Json chunk = response_envelope(header_, true);
+    Json entry = {{"index", update.choice}, {"finish_reason", nullptr}};
+    if (header_.endpoint == Endpoint::chat) {
+      Json delta = Json::object();
+      if (!choice.announced) delta["role"] = "assistant";
+      choice.announced = true;
+      if (!reasoning.empty()) delta["reasoning_content"] = reasoning;
+      delta["content"] = content;
+      entry["delta"] = std::move(delta);
+      entry["logprobs"] = logprobs_ ? chat_logprobs_json(update.tokens, tokenizer_) : Json(nullptr);
+    } else {
+      entry["text"] = update.text;
+      entry["logprobs"] = logprobs_ ? completion_logprobs_json(update.tokens, tokenizer_, offset) : Json(nullptr);
+    }
+    chunk["choices"].push_back(std::move(entry));
+    send(sse_event(chunk));
+  }
+
+  void done(const RequestReport& report) {
+    std::lock_guard lock(mutex_);
+    if (report.cancelled && !report.error) {  // the client is gone, or the server stops
+      if (started_) exchange_->finish();
+      return;
+    }
+    if (report.error) {
+      const ApiError error{500, "generation failed: " + *report.error, "", "server_error"};
+      if (!stream_) return exchange_->respond(json_response(500, error_json(error)));
+      send(sse_event(error_json(error)));
+      send("data: [DONE]\n\n");
+      if (started_) exchange_->finish();
+      return;
+    }
+    if (stream_) {
+      for (uint32_t i = 0; i < choices_.size(); ++i) {
+        Json chunk = response_envelope(header_, true);
+        Json entry = {{"index", i}, {"finish_reason", finish_reason_text(choices_[i].finish)}, {"logprobs", nullptr}};
+        if (header_.endpoint == Endpoint::chat)
+          entry["delta"] = choices_[i].announced ? Json::object() : Json{{"role", "assistant"}, {"content", ""}};
+        else
+          entry["text"] = "";
+        chunk["choices"].push_back(std::move(entry));
+        if (i + 1 == choices_.size()) chunk["timings"] = timings_json(report);
+        send(sse_event(chunk));
+      }
+      if (include_usage_) {
+        Json chunk = response_envelope(header_, true);
+        chunk["usage"] = usage_json(report);
+        send(sse_event(chunk));
+      }
+      send("data: [DONE]\n\n");
+      exchange_->finish();
+      return;
+    }
+    Json body = response_envelope(header_, false);
+    for (uint32_t i = 0; i < choices_.size(); ++i) {
+      const Choice& choice = choices_[i];
+      Json entry = {{"index", i}, {"finish_reason", finish_reason_text(choice.finish)}};
+      if (header_.endpoint == Endpoint::chat) {
+        Json message = {{"role", "assistant"}, {"content", choice.content}};
+        if (!choice.reasoning.empty()) message["reasoning_content"] = choice.reasoning;
+        entry["message"] = std::move(message);
+        entry["logprobs"] = logprobs_ ? chat_logprobs_json(choice.tokens, tokenizer_) : Json(nullptr);
+      } else {
+        entry["text"] = choice.text;
+        entry["logprobs"] = logprobs_ ? completion_logprobs_json(choice.tokens, tokenizer_, 0) : Json(nullptr);
+      }
+      body["choices"].push_back(std::move(entry));
+    }
+    body["usage"] = usage_json(report);
+    body["timings"] = timings_json(report);
+    exchange_->respond(json_response(200, body));
+  }
+
+ private:
+  struct Choice {
+    explicit Choice(ReasoningSplitter::Start thinking) : splitter(thinking) {}
+    ReasoningSplitter splitter;
+    std::string text, reasoning, content;
+    std::vector<TokenReport> tokens;
+    size_t characters = 0;  // in the logprob tokens so far: where the next one's text_offset is
+    FinishReason finish = FinishReason::length;
+    bool announced = false;  // chat: the role went out with the first delta
+  };
+
+  void send(std::string event) {
+    if (started_)
+      exchange_->write(std::move(event));
+    else
+      pending_.push_back(std::move(event));
+  }
+
+  const ResponseHeader header_;
+  const bool stream_, include_usage_, logprobs_;
+  const Tokenizer& tokenizer_;
+  std::shared_ptr<HttpExchange> exchange_;
+  std::mutex mutex_;
+  bool started_ = false;
+  std::vector<std::string> pending_;
+  std::vector<Choice> choices_;
+};
+
+}  // namespace
+
+void answer_while_loading(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
+  if (request.path == "/health" || request.path == "/healthz")
+    return exchange->respond(json_response(503, {{"status", "loading"}}, {{"Retry-After", "1"}}));
+  exchange->respond(json_response(503, error_json({503, "the model is still loading", "", "server_error", "loading"}),
+                                  {{"Retry-After", "1"}}));
+}
+
+ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
+    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler) {
+  limits_.vocab = uint32_t(tokenizer.vocab_size());
+}
+
+bool ApiServer::authorized(const HttpRequest& request) const {
+  if (!config_.api_key) return true;
+  const std::string header = request.header("authorization");
+  constexpr std::string_view scheme = "Bearer ";
+  if (header.size() <= scheme.size() || header.compare(0, scheme.size(), scheme) != 0) return false;
+  return same_secret(std::string_view(header).substr(scheme.size()), *config_.api_key);
+}
+
+void ApiServer::reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers) {
+  {
+    std::lock_guard lock(rejected_mutex_);
+    if (error.status == 401)
+      ++rejected_.unauthorized;
+    else if (error.status == 503)
+      ++rejected_.overloaded;
+    else
+      ++rejected_.invalid;
+  }
+  exchange->respond(json_response(error.status, error_json(error), std::move(headers)));
+}
+
+void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  const std::string& path = request.path;
+  const bool get = request.method == "GET", post = request.method == "POST";
+  if (path == "/health" || path == "/healthz") {
+    if (!get) return reject(exchange, {405, "use GET " + path, "", "invalid_request_error"}, {{"Allow", "GET"}});
+    return exchange->respond(json_response(200, {{"status", "ok"}}));
+  }
+  if (path == "/metrics") {
+    if (!get) return reject(exchange, {405, "use GET /metrics", "", "invalid_request_error"}, {{"Allow", "GET"}});
+    RejectionCounts rejected;
+    {
+      std::lock_guard lock(rejected_mutex_);
+      rejected = rejected_;
+    }
+    HttpResponse response;
+    response.content_type = "text/plain; version=0.0.4";
+    response.body = prometheus_text(scheduler_.stats(), rejected, config_.model_id);
+    return exchange->respond(std::move(response));
+  }
+  if (path.rfind("/v1/", 0) == 0 && !authorized(request))
+    return reject(exchange, {401, "a valid API key is needed: send \"Authorization: Bearer KEY\"", "",
+                             "authentication_error", "invalid_api_key"},
+                  {{"WWW-Authenticate", "Bearer"}});
+  if (path == "/v1/models") {
+    if (!get) return reject(exchange, {405, "use GET /v1/models", "", "invalid_request_error"}, {{"Allow", "GET"}});
+    const Json model = {{"id", config_.model_id},
+                        {"object", "model"},
+                        {"created", 0},
+                        {"owned_by", "kipp"},
+                        {"max_model_len", config_.context}};
+    return exchange->respond(json_response(200, {{"object", "list"}, {"data", Json::array({model})}}));
+  }
+  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+    if (!post) return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}});
+    return completion(path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, request, exchange);
+  }
+  reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"});
+}
+
+std::optional<ApiError> ApiServer::prompt_for(ApiRequest& request, std::vector<uint32_t>& prompt) const {
+  std::string text;
+  if (request.endpoint == Endpoint::chat) {
+    if (config_.variant == Variant::base)
+      return ApiError{400, "this is a base checkpoint: it has no chat template; use /v1/completions", "messages"};
+    ChatOptions options;
+    options.enable_thinking = request.enable_thinking.value_or(true);
+    auto rendered = render_chat(config_.variant, request.messages, options);
+    if (!rendered) return ApiError{400, "messages: " + rendered.error().message, "messages"};
+    text = std::move(*rendered);
+  } else if (request.prompt_text) {
+    text = std::move(*request.prompt_text);
+  } else {
+    prompt = std::move(request.prompt_ids);
+    return std::nullopt;
+  }
+  auto ids = tokenizer_.encode(text);
+  if (!ids) return ApiError{400, "the prompt cannot be tokenized: " + ids.error().message, "prompt"};
+  prompt = std::move(*ids);
+  if (prompt.empty()) return ApiError{400, "prompt: is empty (at least one token is needed)", "prompt"};
+  return std::nullopt;
+}
+
+void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange) {
+  auto parsed = parse_api_request(endpoint, http.body, limits_);
+  if (auto* error = std::get_if<ApiError>(&parsed)) return reject(exchange, *error);
+  ApiRequest& request = std::get<ApiRequest>(parsed);
+  if (request.model != config_.model_id)
+    return reject(exchange, {404, "the model `" + request.model + "` does not exist; this server serves `" +
+                                      config_.model_id + "`",
+                             "model", "invalid_request_error", "model_not_found"});
+  std::vector<uint32_t> prompt;
+  if (auto error = prompt_for(request, prompt)) return reject(exchange, *error);
+
+  const uint32_t context = config_.context;
+  if (prompt.size() >= context)
+    return reject(exchange, {400,
+                             "the prompt has " + std::to_string(prompt.size()) + " tokens; the context holds " +
+                                 std::to_string(context) + " (n_prompt_tokens " + std::to_string(prompt.size()) +
+                                 ", n_ctx " + std::to_string(context) + ")",
+                             endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_request_error",
+                             "context_length_exceeded"});
+  // OpenAI's defaults: 16 tokens for completions, the rest of the context for chat.
+  const uint32_t max_tokens =
+      request.max_tokens.value_or(endpoint == Endpoint::chat ? context - uint32_t(prompt.size()) : 16);
+  if (prompt.size() + uint64_t(max_tokens) > context)
+    return reject(exchange, {400,
+                             "the prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
+                                 std::to_string(max_tokens) + ") exceeds the context of " + std::to_string(context) +
+                                 " tokens",
+                             "max_tokens", "invalid_request_error", "context_length_exceeded"});
+
+  CompletionRequest work;
+  work.prompt = std::move(prompt);
+  work.max_tokens = max_tokens;
+  work.n = request.n;
+  work.sampling = sampling_for(request, recommended_sampling(config_.variant));
+  if (!request.seed) work.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
+  if (auto ok = validate(work.sampling, limits_.vocab); !ok) return reject(exchange, {400, ok.error().message, ""});
+  work.stop = request.stop;
+  work.logprobs = request.logprobs;
+  work.top_logprobs = request.top_logprobs;
+
+  const auto thinking =
+      endpoint == Endpoint::chat ? reasoning_start(config_.variant, request.enable_thinking.value_or(true))
+                                 : ReasoningSplitter::Start::content;
+  auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_id), request, tokenizer_,
+                                               exchange, thinking);
+  work.on_update = [responder](const ChoiceUpdate& update) { responder->update(update); };
+  work.on_done = [responder](const RequestReport& report) { responder->done(report); };
+
+  Submission submission = scheduler_.submit(std::move(work));
+  if (submission.verdict == Verdict::too_large)
+    return reject(exchange, {400, submission.reason, "max_tokens", "invalid_request_error", "context_length_exceeded"});
+  if (submission.verdict == Verdict::queue_full)
+    return reject(exchange, {503, submission.reason, "", "server_error", "overloaded"}, {{"Retry-After", "1"}});
+  exchange->on_disconnect([ticket = submission.ticket] { ticket->cancel(); });
+  responder->start();
+}
+
+}  // namespace kipp::server

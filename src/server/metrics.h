@@ -1,0 +1,22 @@
+// GET /metrics: the scheduler's counters, gauges and histograms in the Prometheus text format,
+// under kipp_* names, plus the vLLM names for the gauges that prefix-aware routers read
+// (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/scheduler.h"
+
+namespace kipp::server {
+
+// Requests the API layer answered with an error before they reached the scheduler.
+struct RejectionCounts {
+  uint64_t invalid = 0;       // 4xx: malformed, out of range, too long, unknown model
+  uint64_t overloaded = 0;    // 503: the queue was full
+  uint64_t unauthorized = 0;  // 401
+};
+
+std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const std::string& model);
+
+}  // namespace kipp::server

@@ -1,0 +1,422 @@
+// `kipp serve` driven by the official `openai` npm client, as users' programs drive it:
+// completions and chat, streamed and not, n choices, logprobs, stop strings (one split across
+// tokens while streaming), seeds, errors, concurrency, disconnects, a tiny KV pool, prefix reuse,
+// overload and API keys. Every server is a real process on a synthetic checkpoint.
+//
+//   node openai_client_test.mjs KIPP INSTRUCT_MODEL BASE_MODEL
+import { execFileSync } from 'node:child_process';
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+
+import { metric, metrics, startServer } from './server_process.mjs';
+
+const [kipp, instructModel, baseModel] = process.argv.slice(2);
+if (!baseModel) {
+  console.error('usage: openai_client_test.mjs KIPP INSTRUCT_MODEL BASE_MODEL');
+  process.exit(2);
+}
+const MODEL = 'kipp-test/qwen3-tiny';
+const clientFor = (server, options = {}) =>
+  new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000, ...options });
+
+// A deterministic word salad of `words` words (the tiny model has no taste in prompts).
+function prose(seed, words) {
+  const vocabulary = ['river', 'stone', 'light', 'north', 'garden', 'quiet', 'number', 'engine', 'paper', 'window',
+    'seven', 'orange', 'market', 'cloud', 'silver', 'answer'];
+  let state = seed >>> 0 || 1;
+  const out = [];
+  for (let i = 0; i < words; ++i) {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    out.push(vocabulary[(state >>> 16) % vocabulary.length]);  // the low bits of an LCG cycle fast
+  }
+  return out.join(' ');
+}
+
+async function collectCompletionStream(stream) {
+  const texts = [];
+  const finish = [];
+  let usage = null;
+  let timings = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    if (chunk.timings) timings = chunk.timings;
+    for (const choice of chunk.choices) {
+      texts[choice.index] = (texts[choice.index] ?? '') + choice.text;
+      if (choice.finish_reason) finish[choice.index] = choice.finish_reason;
+    }
+  }
+  return { texts, finish, usage, timings };
+}
+
+async function collectChatStream(stream) {
+  const content = [];
+  const reasoning = [];
+  const finish = [];
+  const roles = [];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      const i = choice.index;
+      if (choice.delta.role) roles[i] = (roles[i] ?? 0) + 1;
+      content[i] = (content[i] ?? '') + (choice.delta.content ?? '');
+      reasoning[i] = (reasoning[i] ?? '') + (choice.delta.reasoning_content ?? '');
+      if (choice.finish_reason) finish[i] = choice.finish_reason;
+    }
+  }
+  return { content, reasoning, finish, roles, usage };
+}
+
+describe('kipp serve through the openai client', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(kipp, instructModel, ['--max-batch', '16']);
+    client = clientFor(server);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, 'a clean exit on SIGTERM');
+  });
+
+  test('lists its model', async () => {
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), [MODEL]);
+  });
+
+  test('a greedy completion equals kipp generate on the same prompt', async () => {
+    const prompt = prose(1, 12);
+    const completion = await client.completions.create({ model: MODEL, prompt, max_tokens: 24, temperature: 0 });
+    const cli = JSON.parse(execFileSync(kipp, ['generate', '--model', instructModel, '--prompt', prompt, '-n', '24',
+      '--greedy', '--json', '--threads', '2'], { encoding: 'utf8' }));
+    assert.equal(completion.choices[0].text, cli.text);
+    assert.equal(completion.choices[0].finish_reason, cli.finish_reason === 'length' ? 'length' : 'stop');
+    assert.equal(completion.usage.completion_tokens, cli.tokens.length);
+    assert.equal(completion.usage.prompt_tokens + completion.usage.completion_tokens, completion.usage.total_tokens);
+    assert.match(completion.id, /^cmpl-/);
+    assert.equal(completion.object, 'text_completion');
+    assert.equal(completion.model, MODEL);
+    assert.ok(completion.timings.predicted_n === completion.usage.completion_tokens);
+  });
+
+  test('streamed and non-streamed completions of a seeded request are identical, n = 3', async () => {
+    const request = { model: MODEL, prompt: prose(2, 20), max_tokens: 20, temperature: 2, top_k: 0, top_p: 1,
+      seed: 42, n: 3 };
+    const whole = await client.completions.create(request);
+    const streamed = await collectCompletionStream(await client.completions.create({ ...request, stream: true,
+      stream_options: { include_usage: true } }));
+    assert.equal(whole.choices.length, 3);
+    assert.deepEqual(whole.choices.map((c) => c.index), [0, 1, 2]);
+    assert.deepEqual(streamed.texts, whole.choices.map((c) => c.text));
+    assert.deepEqual(streamed.finish, whole.choices.map((c) => c.finish_reason));
+    assert.deepEqual(streamed.usage.completion_tokens, whole.usage.completion_tokens);
+    assert.ok(streamed.timings, 'the last choice chunk carries timings');
+    // Choice i samples with seed + i (docs/SERVER.md): each equals a one-choice request so seeded.
+    for (let i = 0; i < 3; ++i) {
+      const one = await client.completions.create({ ...request, n: 1, seed: 42 + i });
+      assert.equal(one.choices[0].text, whole.choices[i].text, `choice ${i}`);
+    }
+  });
+
+  test('the same seed gives the same text; seeds give different texts', async () => {
+    // The synthetic model is nearly certain of most tokens: take the prompt (of a few) whose next
+    // token it is least sure of, so that seeds can make a difference there.
+    let prompt = null;
+    let best = 0;
+    for (let i = 0; i < 12; ++i) {
+      const candidate = prose(600 + i, 4);
+      const probe = await client.completions.create({ model: MODEL, prompt: candidate, max_tokens: 1, temperature: 0,
+        logprobs: 1 });
+      const surprise = -probe.choices[0].logprobs.token_logprobs[0];
+      if (surprise >= best) [prompt, best] = [candidate, surprise];
+    }
+    const request = { model: MODEL, prompt, max_tokens: 4, temperature: 2, top_p: 1, top_k: 0 };
+    const texts = new Set();
+    for (let seed = 1; seed <= 24; ++seed) {
+      const a = await client.completions.create({ ...request, seed });
+      const b = await client.completions.create({ ...request, seed });
+      assert.equal(a.choices[0].text, b.choices[0].text, `seed ${seed}`);
+      texts.add(a.choices[0].text);
+    }
+    assert.ok(texts.size >= 2, `24 seeds gave ${texts.size} distinct text(s); surprise ${best}`);
+  });
+
+  test('chat: streamed and non-streamed agree; roles, finish and usage are OpenAI-shaped', async () => {
+    const request = { model: MODEL, messages: [{ role: 'system', content: 'Be brief.' },
+      { role: 'user', content: prose(4, 8) }], max_tokens: 16, temperature: 0 };
+    const whole = await client.chat.completions.create(request);
+    const streamed = await collectChatStream(await client.chat.completions.create({ ...request, stream: true,
+      stream_options: { include_usage: true } }));
+    assert.equal(whole.object, 'chat.completion');
+    assert.match(whole.id, /^chatcmpl-/);
+    assert.equal(whole.choices[0].message.role, 'assistant');
+    assert.equal(streamed.content[0], whole.choices[0].message.content);
+    assert.equal(streamed.reasoning[0], whole.choices[0].message.reasoning_content ?? '');
+    assert.equal(streamed.roles[0], 1, 'the role comes once, with the first delta');
+    assert.equal(streamed.finish[0], whole.choices[0].finish_reason);
+    assert.deepEqual(streamed.usage, whole.usage);
+    // The rendered prompt is the chat template's: its token count is what `kipp template` gives.
+    const messagesFile = `${process.env.TMPDIR ?? '/tmp'}/kipp-chat-${process.pid}.json`;
+    (await import('node:fs')).writeFileSync(messagesFile, JSON.stringify(request.messages));
+    const rendered = execFileSync(kipp, ['template', '--model', instructModel, '--messages', messagesFile],
+      { encoding: 'utf8' });
+    const ids = JSON.parse(execFileSync(kipp, ['tokenize', '--model', instructModel, '--text', rendered, '--json'],
+      { encoding: 'utf8' }));
+    assert.equal(whole.usage.prompt_tokens, (ids.ids ?? ids).length);
+  });
+
+  test('completion logprobs: tokens concatenate to the text, greedy picks the top alternative', async () => {
+    const completion = await client.completions.create({ model: MODEL, prompt: prose(5, 10), max_tokens: 12,
+      temperature: 0, logprobs: 3 });
+    const { logprobs, text } = completion.choices[0];
+    assert.equal(logprobs.tokens.join(''), text);
+    assert.equal(logprobs.tokens.length, completion.usage.completion_tokens - (completion.choices[0].finish_reason
+      === 'stop' ? 1 : 0));
+    for (let i = 0; i < logprobs.tokens.length; ++i) {
+      const alternatives = Object.values(logprobs.top_logprobs[i]);
+      assert.ok(alternatives.length >= 1 && alternatives.length <= 3);
+      assert.ok(logprobs.token_logprobs[i] <= 0);
+      assert.ok(Math.abs(Math.max(...alternatives) - logprobs.token_logprobs[i]) < 1e-5, 'greedy = the most likely');
+      assert.equal(logprobs.text_offset[i], [...logprobs.tokens.slice(0, i).join('')].length, 'in characters');
+    }
+  });
+
+  test('chat logprobs: top_logprobs in order, tokens concatenate to the content', async () => {
+    const completion = await client.chat.completions.create({ model: MODEL, max_tokens: 10, temperature: 0,
+      messages: [{ role: 'user', content: prose(6, 6) }], logprobs: true, top_logprobs: 5,
+      chat_template_kwargs: { enable_thinking: false } });
+    const content = completion.choices[0].logprobs.content;
+    assert.equal(content.map((t) => t.token).join(''), completion.choices[0].message.content);
+    for (const token of content) {
+      assert.equal(token.top_logprobs.length, 5);
+      const values = token.top_logprobs.map((t) => t.logprob);
+      assert.deepEqual([...values].sort((a, b) => b - a), values);
+      assert.ok(Math.abs(values[0] - token.logprob) < 1e-5);
+      assert.deepEqual(token.bytes, [...Buffer.from(token.token, 'utf8')]);
+    }
+  });
+
+  test('a stop string split across tokens stops the stream exactly before it', async () => {
+    const prompt = prose(7, 10);
+    const free = await client.completions.create({ model: MODEL, prompt, max_tokens: 24, temperature: 0, logprobs: 0 });
+    const tokens = free.choices[0].logprobs.tokens;
+    // A stop string that starts inside one token and ends inside a later one.
+    let at = 0;
+    let stop = null;
+    for (let i = 0; i + 1 < tokens.length && !stop; ++i) {
+      if (tokens[i].length >= 2 && tokens[i + 1].length >= 1) {
+        stop = tokens[i].slice(1) + tokens[i + 1].slice(0, 1);
+        at = tokens.slice(0, i).join('').length + 1;
+      }
+    }
+    assert.ok(stop, `no two-token stop string in ${JSON.stringify(tokens)}`);
+    const expected = free.choices[0].text.slice(0, free.choices[0].text.indexOf(stop));
+    assert.ok(expected.length <= at);
+    const streamed = await collectCompletionStream(await client.completions.create({ model: MODEL, prompt,
+      max_tokens: 24, temperature: 0, stop: [stop], stream: true }));
+    assert.equal(streamed.texts[0], expected);
+    assert.equal(streamed.finish[0], 'stop');
+    const whole = await client.completions.create({ model: MODEL, prompt, max_tokens: 24, temperature: 0, stop });
+    assert.equal(whole.choices[0].text, expected);
+  });
+
+  test('bad requests are 400s naming the field, through the client', async () => {
+    const cases = [
+      [{ temperature: 5 }, 'temperature'],
+      [{ n: 9 }, 'n'],
+      [{ max_tokens: 0 }, 'max_tokens'],
+      [{ top_p: 0 }, 'top_p'],
+      [{ logprobs: 6 }, 'logprobs'],
+      [{ stop: ['a', 'b', 'c', 'd', 'e'] }, 'stop'],
+      [{ echo: true }, 'echo'],
+      [{ best_of: 2 }, 'best_of'],
+      [{ suffix: 'x' }, 'suffix'],
+      [{ frobnicate: 1 }, 'frobnicate'],
+      [{ prompt: [1, 2, 10 ** 9] }, 'prompt'],
+      [{ logit_bias: { abc: 1 } }, 'logit_bias'],
+    ];
+    for (const [fields, param] of cases) {
+      await assert.rejects(client.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 4, ...fields }),
+        (error) => {
+          assert.equal(error.status, 400, JSON.stringify(fields));
+          assert.equal(error.param, param);
+          assert.equal(error.type, 'invalid_request_error');
+          return true;
+        });
+    }
+    // Fields that cannot change the output are accepted.
+    const ok = await client.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 2, user: 'u', store: false,
+      metadata: { a: 'b' }, service_tier: 'auto' });
+    assert.equal(ok.choices.length, 1);
+    await assert.rejects(client.completions.create({ model: 'gpt-4o', prompt: 'hi' }), (error) =>
+      error.status === 404 && error.code === 'model_not_found');
+    await assert.rejects(client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }],
+      tools: [{ type: 'function', function: { name: 'f' } }] }), (error) => error.status === 400 && error.param === 'tools');
+  });
+
+  test('a prompt beyond the context is a 400 even when streaming', async () => {
+    const long = Array.from({ length: 5000 }, (_, i) => (i * 7919) % 150000);
+    for (const stream of [false, true]) {
+      await assert.rejects(client.completions.create({ model: MODEL, prompt: long, max_tokens: 4, stream }),
+        (error) => error.status === 400 && error.code === 'context_length_exceeded');
+    }
+    await assert.rejects(client.completions.create({ model: MODEL, prompt: 'hello', max_tokens: 5000, stream: true }),
+      (error) => error.status === 400 && error.param === 'max_tokens');
+  });
+
+  test('16 concurrent greedy requests each equal the same request sent alone', async () => {
+    const requests = Array.from({ length: 16 }, (_, i) => ({
+      model: MODEL,
+      prompt: prose(100 + i, 5 + ((i * 37) % 90)),
+      max_tokens: 4 + ((i * 11) % 28),
+      temperature: 0,
+    }));
+    const before_ = await metrics(server.url);
+    const together = await Promise.all(requests.map((r, i) => (i % 2
+      ? client.completions.create({ ...r, stream: true }).then(collectCompletionStream).then((s) => s.texts[0])
+      : client.completions.create(r).then((c) => c.choices[0].text))));
+    const values = await metrics(server.url);
+    for (let i = 0; i < requests.length; ++i) {
+      const alone = await client.completions.create(requests[i]);
+      assert.equal(together[i], alone.choices[0].text, `request ${i}`);
+    }
+    const delta = (name) => metric(values, name) - metric(before_, name);
+    assert.ok(delta('kipp_batch_size_sum') / delta('kipp_batch_size_count') > 1.5, 'requests shared steps');
+  });
+
+  test('a client that disconnects mid-stream is cancelled and disturbs nobody', async () => {
+    const before_ = await metrics(server.url);
+    const bystanders = Array.from({ length: 3 }, (_, i) => ({ model: MODEL, prompt: prose(200 + i, 30),
+      max_tokens: 40, temperature: 0 }));
+    const expected = [];
+    for (const r of bystanders) expected.push((await client.completions.create(r)).choices[0].text);
+    const controller = new AbortController();
+    const victim = client.completions.create({ model: MODEL, prompt: prose(300, 10), max_tokens: 3000,
+      temperature: 0, stream: true }, { signal: controller.signal });
+    const running = bystanders.map((r) => client.completions.create(r));
+    const stream = await victim;
+    let chunks = 0;
+    for await (const chunk of stream) {
+      if (chunk && ++chunks === 5) {
+        controller.abort();  // the connection closes under the server's feet
+        break;
+      }
+    }
+    assert.equal(chunks, 5);
+    const texts = (await Promise.all(running)).map((c) => c.choices[0].text);
+    assert.deepEqual(texts, expected);
+    for (let wait = 0; wait < 100; ++wait) {
+      const now = await metrics(server.url);
+      if (metric(now, 'kipp_requests_running') === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const now = await metrics(server.url);
+    assert.equal(metric(now, 'kipp_requests_total', 'outcome="cancelled"') -
+      metric(before_, 'kipp_requests_total', 'outcome="cancelled"'), 1);
+    assert.equal(metric(now, 'kipp_requests_running'), 0);
+    assert.equal(metric(now, 'kipp_kv_pool_blocks', 'state="reserved"'), 0, 'its reservation went back');
+    assert.equal(metric(now, 'vllm:kv_cache_usage_perc'), 0, 'and its blocks');
+  });
+
+  test('a long shared prefix is adopted by the next request and reported as cached', async () => {
+    const shared = prose(400, 700);
+    const first = await client.completions.create({ model: MODEL, prompt: shared + ' alpha', max_tokens: 4,
+      temperature: 0 });
+    assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+    const before_ = await metrics(server.url);
+    const second = await client.completions.create({ model: MODEL, prompt: shared + ' beta gamma', max_tokens: 4,
+      temperature: 0 });
+    const cached = second.usage.prompt_tokens_details.cached_tokens;
+    assert.ok(cached > 0 && cached % 32 === 0 && cached < second.usage.prompt_tokens, `cached ${cached}`);
+    assert.ok(cached >= first.usage.prompt_tokens - 64, 'all but the last blocks of the shared part');
+    assert.equal(second.timings.cache_n, cached);
+    const now = await metrics(server.url);
+    assert.equal(metric(now, 'kipp_prefix_tokens_reused_total') - metric(before_, 'kipp_prefix_tokens_reused_total'),
+      cached);
+    assert.ok(metric(now, 'kipp_kv_pool_blocks_reused_total') > metric(before_, 'kipp_kv_pool_blocks_reused_total'));
+    // The answer with an adopted prefix is the answer without one.
+    const fresh = await startServer(kipp, instructModel);
+    try {
+      const alone = await clientFor(fresh).completions.create({ model: MODEL, prompt: shared + ' beta gamma',
+        max_tokens: 4, temperature: 0 });
+      assert.equal(alone.usage.prompt_tokens_details.cached_tokens, 0);
+      assert.equal(second.choices[0].text, alone.choices[0].text);
+    } finally {
+      await fresh.stop();
+    }
+  });
+});
+
+describe('a server with a tiny KV pool', () => {
+  test('delays admission but answers every request correctly', async () => {
+    // 1 MiB of KV on the tiny model is 4 blocks (128 positions): one of these requests at a time.
+    const server = await startServer(kipp, instructModel, ['--kv-pool-mib', '1']);
+    const client = clientFor(server);
+    try {
+      const requests = Array.from({ length: 8 }, (_, i) => ({ model: MODEL, prompt: prose(500 + i, 20 + i * 9),
+        max_tokens: 24, temperature: 0 }));
+      const together = await Promise.all(requests.map((r) => client.completions.create(r)));
+      for (let i = 0; i < requests.length; ++i) {
+        const alone = await client.completions.create(requests[i]);
+        assert.equal(together[i].choices[0].text, alone.choices[0].text, `request ${i}`);
+      }
+      const values = await metrics(server.url);
+      assert.equal(metric(values, 'kipp_requests_total', 'outcome="failed"'), 0);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('overload, API keys and base checkpoints', () => {
+  test('a full queue answers 503 with Retry-After', async () => {
+    const server = await startServer(kipp, instructModel, ['--max-batch', '1', '--max-waiting', '1']);
+    try {
+      const body = JSON.stringify({ model: MODEL, prompt: 'hello', max_tokens: 200, temperature: 0 });
+      const responses = await Promise.all(Array.from({ length: 6 }, () => fetch(`${server.url}/v1/completions`,
+        { method: 'POST', body, headers: { 'content-type': 'application/json' } })));
+      const statuses = responses.map((r) => r.status);
+      assert.ok(statuses.includes(200), statuses.join());
+      const busy = responses.filter((r) => r.status === 503);
+      assert.ok(busy.length >= 1, statuses.join());
+      assert.equal(busy[0].headers.get('retry-after'), '1');
+      const error = await busy[0].json();
+      assert.equal(error.error.code, 'overloaded');
+      for (const r of responses) if (r.status === 200) assert.equal((await r.json()).choices.length, 1);
+      assert.ok(metric(await metrics(server.url), 'kipp_requests_rejected_total', 'reason="overloaded"') >= 1);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('--api-key guards every /v1 route; health and metrics stay open', async () => {
+    const server = await startServer(kipp, instructModel, [], { env: { KIPP_API_KEY: 'sesame' } });
+    try {
+      await assert.rejects(clientFor(server, { apiKey: 'wrong' }).models.list(), (e) => e.status === 401);
+      await assert.rejects(clientFor(server, { apiKey: 'wrong' }).completions.create({ model: MODEL, prompt: 'x' }),
+        (e) => e.status === 401 && e.type === 'authentication_error');
+      const none = await fetch(`${server.url}/v1/completions`, { method: 'POST', body: '{}' });
+      assert.equal(none.status, 401);
+      const ok = await clientFor(server, { apiKey: 'sesame' }).completions.create({ model: MODEL, prompt: 'x',
+        max_tokens: 2 });
+      assert.equal(ok.choices.length, 1);
+      assert.equal((await fetch(`${server.url}/health`)).status, 200);
+      assert.equal((await fetch(`${server.url}/metrics`)).status, 200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  test('a base checkpoint refuses chat and serves completions', async () => {
+    const server = await startServer(kipp, baseModel);
+    try {
+      const client = clientFor(server);
+      await assert.rejects(client.chat.completions.create({ model: 'kipp-test/qwen3-tiny-untied',
+        messages: [{ role: 'user', content: 'hi' }] }), (e) => e.status === 400 && /base checkpoint/.test(e.message));
+      const ok = await client.completions.create({ model: 'kipp-test/qwen3-tiny-untied', prompt: 'hi', max_tokens: 3 });
+      assert.equal(ok.choices.length, 1);
+    } finally {
+      await server.stop();
+    }
+  });
+});

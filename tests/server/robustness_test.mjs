@@ -1,0 +1,186 @@
+// What a network can send `kipp serve`, over raw sockets against the real binary: oversized
+// headers and bodies, malformed JSON and UTF-8, slow headers, too many connections, a client that
+// never reads its stream, a client gone before a non-streamed answer. Each costs only its own
+// connection; the server keeps answering, cancels the abandoned work and frees its KV.
+//
+//   node robustness_test.mjs KIPP INSTRUCT_MODEL
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+
+import { metric, metrics, startServer } from './server_process.mjs';
+
+const [kipp, model] = process.argv.slice(2);
+if (!model) {
+  console.error('usage: robustness_test.mjs KIPP INSTRUCT_MODEL');
+  process.exit(2);
+}
+const MODEL = 'kipp-test/qwen3-tiny';
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Sends raw bytes on a fresh connection; resolves with everything received until the server
+// closes (or `waitMs` passes), and the status code of the first response.
+function exchange(port, bytes, { waitMs = 5000, endAfterSend = false } = {}) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const chunks = [];
+    let closed = false;
+    const finish = () => {
+      const text = Buffer.concat(chunks).toString('latin1');
+      const status = /^HTTP\/1\.1 (\d{3})/.exec(text);
+      resolve({ text, status: status ? Number(status[1]) : null, closed });
+      socket.destroy();
+    };
+    const timer = setTimeout(finish, waitMs);
+    socket.on('data', (data) => chunks.push(data));
+    socket.on('close', () => {
+      closed = true;
+      clearTimeout(timer);
+      finish();
+    });
+    socket.on('error', () => {});
+    socket.on('connect', () => {
+      socket.write(bytes);
+      if (endAfterSend) socket.end();
+    });
+  });
+}
+
+const post = (path, body, extra = '') => {
+  const payload = Buffer.isBuffer(body) ? body : Buffer.from(body);
+  return Buffer.concat([Buffer.from(`POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${payload.length}\r\nConnection: close\r\n${extra}\r\n`), payload]);
+};
+
+async function healthy(server) {
+  const response = await fetch(`${server.url}/v1/completions`, { method: 'POST',
+    body: JSON.stringify({ model: MODEL, prompt: 'still there?', max_tokens: 3, temperature: 0 }) });
+  assert.equal(response.status, 200);
+  assert.equal((await response.json()).choices.length, 1);
+}
+
+async function settle(server) {
+  for (let i = 0; i < 800; ++i) {
+    const values = await metrics(server.url);
+    if (metric(values, 'kipp_requests_running') === 0 && metric(values, 'kipp_kv_pool_blocks', 'state="reserved"') === 0)
+      return values;
+    await sleep(25);
+  }
+  return metrics(server.url);
+}
+
+describe('kipp serve under hostile input', () => {
+  let server;
+  before(async () => {
+    server = await startServer(kipp, model, ['--max-body-bytes', '65536', '--request-timeout', '0.5',
+      '--write-timeout', '0.5', '--idle-timeout', '2', '--max-connections', '8', '--kv-pool-mib', '256']);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  test('an oversized body is a 413 before it is read, an oversized header a 431', async () => {
+    const big = await exchange(server.port, `POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: ${1 << 30}\r\n\r\n`);
+    assert.equal(big.status, 413);
+    assert.match(big.text, /"error"/);
+    const header = await exchange(server.port, `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40000)}\r\n\r\n`);
+    assert.equal(header.status, 431);
+    await healthy(server);
+  });
+
+  test('malformed JSON, invalid UTF-8, NUL bytes and wrong types are 400s with an OpenAI error body', async () => {
+    const bodies = [
+      Buffer.from('{"model":"kipp-test/qwen3-tiny","prompt":"x"'),
+      Buffer.from([0x7b, 0x22, 0x6d, 0x6f, 0x64, 0x65, 0x6c, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+      Buffer.concat([Buffer.from('{"model":"kipp-test/qwen3-tiny","prompt":"a'), Buffer.from([0]), Buffer.from('b"}')]),
+      Buffer.from('{"model":"kipp-test/qwen3-tiny","prompt":"x","stream":"true"}'),
+      Buffer.from('[1,2,3]'),
+      Buffer.from(''),
+      Buffer.from('{"model":"kipp-test/qwen3-tiny","prompt":' + '['.repeat(5000) + ']'.repeat(5000) + '}'),
+    ];
+    for (const body of bodies) {
+      const response = await exchange(server.port, post('/v1/completions', body));
+      assert.equal(response.status, 400, response.text.slice(0, 200));
+      const json = JSON.parse(response.text.slice(response.text.indexOf('\r\n\r\n') + 4));
+      assert.equal(json.error.type, 'invalid_request_error');
+    }
+    const nul = await exchange(server.port, Buffer.from('GET /hea\0lth HTTP/1.1\r\nHost: x\r\n\r\n'));
+    assert.ok(nul.status === 400 || nul.status === 404, nul.text.slice(0, 100));
+    await healthy(server);
+  });
+
+  test('slow headers are cut off; the server keeps serving meanwhile', async () => {
+    const slow = exchange(server.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le', { waitMs: 5000 });
+    await healthy(server);
+    const cut = await slow;
+    assert.ok(cut.closed, 'the slow connection was closed');
+    assert.ok(cut.status === 408 || cut.status === null, cut.text);
+  });
+
+  test('connections beyond the limit get 503 and the limit frees up again', async () => {
+    const idle = await Promise.all(Array.from({ length: 8 }, () => new Promise((resolve) => {
+      const socket = net.connect(server.port, '127.0.0.1', () => resolve(socket));
+      socket.on('error', () => {});
+    })));
+    await sleep(100);
+    const refused = await exchange(server.port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.equal(refused.status, 503);
+    assert.match(refused.text, /Retry-After/i);
+    for (const socket of idle) socket.destroy();
+    await sleep(200);
+    await healthy(server);
+  });
+
+  test('a client that never reads its stream is dropped and its request cancelled', async () => {
+    const before_ = await metrics(server.url);
+    // Eight choices with 20 alternatives per token, never read: megabytes of chunks fill the
+    // kernel's buffers, and the server's write times out.
+    const body = JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'go on' }], max_tokens: 3000,
+      temperature: 0, stream: true, n: 8, logprobs: true, top_logprobs: 20 });
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.on('connect', resolve));
+    socket.pause();
+    socket.write(post('/v1/chat/completions', body));
+    await healthy(server);  // served while the stalled stream waits
+    const values = await settle(server);
+    assert.equal(metric(values, 'kipp_requests_total', 'outcome="cancelled"') -
+      metric(before_, 'kipp_requests_total', 'outcome="cancelled"'), 1);
+    assert.ok(metric(values, 'kipp_generation_tokens_total') - metric(before_, 'kipp_generation_tokens_total') < 8 * 3000,
+      'cancelled before it finished');
+    assert.equal(metric(values, 'vllm:kv_cache_usage_perc'), 0);
+    socket.destroy();
+  });
+
+  test('a client gone before its non-streamed answer cancels it', async () => {
+    const before_ = await metrics(server.url);
+    const body = JSON.stringify({ model: MODEL, prompt: 'long answer', max_tokens: 3500, temperature: 0 });
+    const socket = net.connect(server.port, '127.0.0.1');
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.on('connect', resolve));
+    socket.write(post('/v1/completions', body));
+    await sleep(150);
+    socket.destroy();
+    const values = await settle(server);
+    assert.equal(metric(values, 'kipp_requests_total', 'outcome="cancelled"') -
+      metric(before_, 'kipp_requests_total', 'outcome="cancelled"'), 1);
+    assert.ok(metric(values, 'kipp_generation_tokens_total') - metric(before_, 'kipp_generation_tokens_total') < 3500);
+    await healthy(server);
+  });
+
+  test('health, models and unknown routes', async () => {
+    assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
+    assert.deepEqual(await (await fetch(`${server.url}/health`)).json(), { status: 'ok' });
+    const missing = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', body: '{}' });
+    assert.equal(missing.status, 404);
+    assert.equal((await missing.json()).error.code, 'not_found');
+    assert.equal((await fetch(`${server.url}/v1/completions`)).status, 405);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    for (const name of ['kipp_requests_running', 'kipp_requests_waiting', 'kipp_requests_total', 'kipp_requests_failed_total',
+      'kipp_prompt_tokens_total', 'kipp_generation_tokens_total', 'kipp_time_to_first_token_seconds_bucket',
+      'kipp_queue_wait_seconds_bucket', 'kipp_batch_size_bucket', 'kipp_kv_pool_blocks', 'kipp_kv_pool_blocks_reused_total',
+      'kipp_kv_pool_blocks_evicted_total', 'kipp_prefix_tokens_reused_total', 'vllm:num_requests_running',
+      'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc'])
+      assert.ok(text.includes(`\n${name}{`) || text.startsWith(`${name}{`), name);
+  });
+});

@@ -1,0 +1,247 @@
+// The OpenAI request reader: every malformed request class of ../shared/BAD-INPUTS.md (S2-S16)
+// is a 400 naming its field, the field policy holds, and seeded fuzzing of request bodies never
+// crashes the reader or lets an out-of-range value through. Also the reasoning splitter, which
+// must give the same split however the answer is chunked.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "engine/reasoning_split.h"
+#include "server/api_request.h"
+
+namespace kipp::server {
+namespace {
+
+constexpr uint32_t kVocab = 151669;
+
+ApiLimits limits() {
+  ApiLimits l;
+  l.vocab = kVocab;
+  return l;
+}
+
+std::variant<ApiRequest, ApiError> parse(Endpoint endpoint, const std::string& body) {
+  return parse_api_request(endpoint, body, limits());
+}
+
+// The error a body gets; fails the test if it is accepted.
+ApiError error_of(Endpoint endpoint, const std::string& body) {
+  auto result = parse(endpoint, body);
+  if (auto* error = std::get_if<ApiError>(&result)) return *error;
+  ADD_FAILURE() << "accepted: " << body;
+  return ApiError{0, ""};
+}
+
+std::string completion_with(const std::string& fields) {
+  return R"({"model":"m","prompt":"hi")" + std::string(fields.empty() ? "" : ",") + fields + "}";
+}
+
+std::string chat_with(const std::string& fields) {
+  return R"({"model":"m","messages":[{"role":"user","content":"hi"}])" + std::string(fields.empty() ? "" : ",") +
+         fields + "}";
+}
+
+void expect_field_error(Endpoint endpoint, const std::string& body, const std::string& param) {
+  const ApiError error = error_of(endpoint, body);
+  EXPECT_EQ(error.status, 400) << body;
+  EXPECT_EQ(error.param, param) << body << " -> " << error.message;
+  EXPECT_EQ(error.type, "invalid_request_error");
+}
+
+TEST(ApiRequest, ReadsEveryImplementedField) {
+  auto result = parse(Endpoint::completions,
+                      R"({"model":"m","prompt":[1,2,3],"max_tokens":7,"n":2,"temperature":0.5,"top_p":0.9,"top_k":-1,
+                          "min_p":0.1,"frequency_penalty":-1,"presence_penalty":1.5,"repetition_penalty":1.1,
+                          "logit_bias":{"42":-100,"7":3.5},"seed":-3,"stop":["a","bc"],"stream":true,
+                          "stream_options":{"include_usage":true},"logprobs":4,"user":"x","store":true,
+                          "metadata":{"k":"v"},"service_tier":"auto","suffix":null})");
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(result)) << std::get<ApiError>(result).message;
+  const ApiRequest& r = std::get<ApiRequest>(result);
+  EXPECT_EQ(r.prompt_ids, (std::vector<uint32_t>{1, 2, 3}));
+  EXPECT_EQ(r.max_tokens, 7u);
+  EXPECT_EQ(r.n, 2u);
+  EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
+  EXPECT_EQ(*r.top_k, 0u) << "-1 means off";
+  EXPECT_EQ(r.logit_bias.size(), 2u);
+  EXPECT_EQ(*r.seed, uint64_t(-3));
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "bc"}));
+  EXPECT_TRUE(r.stream && r.include_usage && r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 4u);
+
+  const SamplingParams sampling = sampling_for(r, SamplingParams{});
+  EXPECT_FLOAT_EQ(sampling.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(sampling.repetition_penalty, 1.1f);
+
+  auto chat = parse(Endpoint::chat, chat_with(R"("max_completion_tokens":5,"logprobs":true,"top_logprobs":20,
+                                               "chat_template_kwargs":{"enable_thinking":false})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(chat)) << std::get<ApiError>(chat).message;
+  EXPECT_EQ(std::get<ApiRequest>(chat).max_tokens, 5u);
+  EXPECT_EQ(std::get<ApiRequest>(chat).enable_thinking, false);
+  EXPECT_EQ(std::get<ApiRequest>(chat).top_logprobs, 20u);
+}
+
+TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
+  for (const char* field : {"tools", "response_format", "echo", "best_of", "suffix", "tool_choice"}) {
+    const ApiError error = error_of(Endpoint::completions, completion_with("\"" + std::string(field) + "\":1"));
+    EXPECT_EQ(error.param, field);
+    EXPECT_NE(error.message.find("not supported"), std::string::npos) << error.message;
+  }
+  const ApiError unknown = error_of(Endpoint::completions, completion_with(R"("foo":1)"));
+  EXPECT_EQ(unknown.param, "foo");
+  EXPECT_NE(unknown.message.find("not a field"), std::string::npos);
+  expect_field_error(Endpoint::completions, completion_with(R"("messages":[])"), "messages");
+  expect_field_error(Endpoint::chat, chat_with(R"("prompt":"x")"), "prompt");
+  expect_field_error(Endpoint::chat, chat_with(R"("chat_template_kwargs":{"tools":[]})"),
+                     "chat_template_kwargs.tools");
+  expect_field_error(Endpoint::completions, completion_with(R"("stream":true,"stream_options":{"x":1})"),
+                     "stream_options.x");
+  expect_field_error(Endpoint::completions, R"({"prompt":"x"})", "model");
+  expect_field_error(Endpoint::completions, R"({"model":"m"})", "prompt");
+  expect_field_error(Endpoint::chat, R"({"model":"m"})", "messages");
+}
+
+TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
+  const Endpoint C = Endpoint::completions, H = Endpoint::chat;
+  // S2 / S3: logprobs counts.
+  for (const char* v : {"6", "-1", "1000000000", "2.5"}) expect_field_error(C, completion_with("\"logprobs\":" + std::string(v)), "logprobs");
+  for (const char* v : {"21", "-1", "1000000000"})
+    expect_field_error(H, chat_with("\"logprobs\":true,\"top_logprobs\":" + std::string(v)), "top_logprobs");
+  expect_field_error(H, chat_with(R"("top_logprobs":5)"), "top_logprobs");
+  expect_field_error(H, chat_with(R"("logprobs":1)"), "logprobs");
+  // S4: token ids.
+  for (const char* ids : {"[-1]", "[151669]", "[2147483647]", "[1,\"2\"]", "[1.5]", "[]", "[[1,2]]", "[\"a\",\"b\"]"})
+    expect_field_error(C, R"({"model":"m","prompt":)" + std::string(ids) + "}", "prompt");
+  // S6: logit_bias keys and values.
+  for (const char* bias : {R"({"-5":1})", R"({"151669":1})", R"({"abc":1})", R"({"5":"x"})", R"({"5":1e39})",
+                           R"({"5":101})", R"({"":1})", R"({" 5":1})", "[1]"})
+    expect_field_error(C, completion_with("\"logit_bias\":" + std::string(bias)), "logit_bias");
+  // S7: n.
+  for (const char* n : {"0", "-1", "1000000", "9", "\"2\""}) expect_field_error(C, completion_with("\"n\":" + std::string(n)), "n");
+  // S8: max_tokens.
+  for (const char* m : {"-5", "0", "2147483648", "1e20", "\"10\"", "true", "1.5"})
+    expect_field_error(C, completion_with("\"max_tokens\":" + std::string(m)), "max_tokens");
+  // S11: bodies that are not the JSON object expected, and wrong types.
+  std::string raw_nul = R"({"model":"m","prompt":"a)";
+  raw_nul += '\0';
+  raw_nul += R"(b"})";
+  for (const std::string& body : {std::string(""), std::string(R"({"model":"m","prompt":"x")"), std::string("[1,2]"),
+                                  std::string("{\"model\":\"m\",\"prompt\":\"\xff\xfe\"}"), std::string("null"),
+                                  raw_nul}) {
+    const ApiError error = error_of(C, body);
+    EXPECT_EQ(error.status, 400);
+  }
+  expect_field_error(C, completion_with(R"("stream":"true")"), "stream");
+  expect_field_error(C, completion_with(R"("temperature":"hot")"), "temperature");
+  expect_field_error(C, completion_with(R"("model2":1)"), "model2");
+  expect_field_error(C, R"({"model":7,"prompt":"x"})", "model");
+  // S12: messages.
+  for (const char* messages : {"null", "\"string\"", "[123]", "[{}]", R"([{"role":123,"content":"x"}])",
+                               R"([{"role":"user","content":123}])", "[]",
+                               R"([{"role":"user","content":[{"type":"text","text":"x"}]}])",
+                               R"([{"role":"assistant","content":"x","tool_calls":[{}]}])"})
+    expect_field_error(H, R"({"model":"m","messages":)" + std::string(messages) + "}", "messages");
+  // S13: nesting 10k deep is refused before parsing.
+  const std::string deep = completion_with("\"metadata\":" + std::string(10000, '[') + std::string(10000, ']'));
+  EXPECT_NE(error_of(C, deep).message.find("nests deeper"), std::string::npos);
+  // S14: stop strings.
+  std::string many = "[";
+  for (int i = 0; i < 10000; ++i) many += std::string(i ? "," : "") + "\"s\"";
+  many += "]";
+  for (const std::string& stop : {many, "\"" + std::string(1 << 20, 'x') + "\"", std::string("\"\""), std::string("[\"\"]"),
+                                  std::string("[1]"), std::string("7")})
+    expect_field_error(C, completion_with("\"stop\":" + stop), "stop");
+  // S16: float fields.
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
+           {"temperature", "-1"}, {"temperature", "1e30"}, {"temperature", "2.01"}, {"top_p", "2"}, {"top_p", "0"},
+           {"top_p", "\"nan\""}, {"min_p", "1.5"}, {"frequency_penalty", "3"}, {"presence_penalty", "-2.5"},
+           {"repetition_penalty", "0"}, {"repetition_penalty", "-1"}})
+    expect_field_error(C, completion_with("\"" + field + "\":" + value), field);
+  // include_usage without streaming.
+  expect_field_error(C, completion_with(R"("stream_options":{"include_usage":true})"), "stream_options");
+}
+
+TEST(ApiRequest, NestingIsMeasuredOutsideStrings) {
+  EXPECT_FALSE(json_nesting_exceeds(R"({"a":"[[[[[[[[[[[[[[[[[[[[\"[[[[[["})", 3));
+  EXPECT_TRUE(json_nesting_exceeds("[[[[", 3));
+  EXPECT_FALSE(json_nesting_exceeds("[[[]]]", 3));
+}
+
+// Seeded mutations of valid bodies: the reader never crashes, and whatever it accepts is in range.
+TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
+  const std::vector<std::string> seeds = {
+      completion_with(R"("max_tokens":7,"n":2,"temperature":0.5,"logit_bias":{"42":-1},"stop":["a"],"logprobs":2)"),
+      R"({"model":"m","prompt":[1,2,3],"seed":5,"stream":true,"stream_options":{"include_usage":true}})",
+      chat_with(R"("logprobs":true,"top_logprobs":3,"chat_template_kwargs":{"enable_thinking":true},"top_k":5)"),
+  };
+  std::mt19937 rng(20261130);
+  const std::string alphabet = std::string("{}[]\":,\\0123456789-.eE") + '\0' + "\xff\xc3\x28 ntrufalse";
+  uint32_t accepted = 0;
+  for (int iteration = 0; iteration < 20000; ++iteration) {
+    std::string body = seeds[rng() % seeds.size()];
+    const int edits = 1 + rng() % 4;
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = rng() % body.size();
+      switch (rng() % 4) {
+        case 0: body[at] = alphabet[rng() % alphabet.size()]; break;
+        case 1: body.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
+        case 2: body.erase(at, 1 + rng() % 3); break;
+        default: body.resize(at); break;
+      }
+    }
+    const Endpoint endpoint = body.find("messages") != std::string::npos ? Endpoint::chat : Endpoint::completions;
+    auto result = parse(endpoint, body);
+    if (auto* request = std::get_if<ApiRequest>(&result)) {
+      ++accepted;
+      EXPECT_GE(request->n, 1u);
+      EXPECT_LE(request->n, 8u);
+      for (uint32_t id : request->prompt_ids) EXPECT_LT(id, kVocab);
+      for (const LogitBias& bias : request->logit_bias) EXPECT_LT(bias.token, kVocab);
+      EXPECT_GE(request->max_tokens.value_or(1), 1u);
+      const float temperature = request->temperature.value_or(0);
+      EXPECT_TRUE(temperature >= 0 && temperature <= 2);
+      EXPECT_LE(request->stop.size(), 4u);
+    } else {
+      EXPECT_EQ(std::get<ApiError>(result).status, 400);
+    }
+  }
+  EXPECT_GT(accepted, 100u) << "the mutations reach the field checks, not only the JSON parser";
+}
+
+// Every way of cutting `answer` into pieces gives the same split as the whole answer at once.
+std::pair<std::string, std::string> split(ReasoningSplitter::Start start, const std::string& answer, uint32_t seed) {
+  ReasoningSplitter splitter(start);
+  std::string reasoning, content;
+  std::mt19937 rng(seed);
+  for (size_t at = 0; at < answer.size();) {
+    const size_t length = seed == 0 ? answer.size() : std::min<size_t>(answer.size() - at, 1 + rng() % 5);
+    splitter.push(std::string_view(answer).substr(at, length), reasoning, content);
+    at += length;
+  }
+  splitter.finish(reasoning, content);
+  return {reasoning, content};
+}
+
+TEST(ReasoningSplitter, SplitsThinkBlocksTheSameWhateverTheChunks) {
+  using Start = ReasoningSplitter::Start;
+  const std::vector<std::tuple<Start, std::string, std::string, std::string>> cases = {
+      {Start::maybe_think, "<think>\nLet me see.\n</think>\n\nThe answer.", "Let me see.", "The answer."},
+      {Start::maybe_think, "<think>\n\n</think>\n\nJust this.", "", "Just this."},
+      {Start::maybe_think, "No thinking here <think> at all", "", "No thinking here <think> at all"},
+      {Start::maybe_think, "<thin", "", "<thin"},
+      {Start::maybe_think, "<think>\nunfinished </thi", "unfinished </thi", ""},
+      {Start::reasoning, "step 1\nstep 2\n</think>\n\n42", "step 1\nstep 2", "42"},
+      {Start::reasoning, "a </b> c </think>d", "a </b> c ", "d"},  // only the newlines go
+      {Start::content, "<think>x</think>y", "", "<think>x</think>y"},
+  };
+  for (const auto& [start, answer, reasoning, content] : cases) {
+    for (uint32_t seed = 0; seed < 40; ++seed) {
+      const auto [got_reasoning, got_content] = split(start, answer, seed);
+      EXPECT_EQ(got_reasoning, reasoning) << answer << " seed " << seed;
+      EXPECT_EQ(got_content, content) << answer << " seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kipp::server

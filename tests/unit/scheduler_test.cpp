@@ -1,0 +1,335 @@
+// The KV pool's bookkeeping, and the scheduler on the tiny test checkpoint: whatever runs beside
+// a request, however its prompt is chunked and whatever prefix it adopts, its answer equals the
+// same request generated alone on a private session (the fast CPU backend is batch-invariant).
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+#include <random>
+
+#include "engine/kv_block_pool.h"
+#include "engine/logprobs.h"
+#include "model/model_file.h"
+#include "test_paths.h"
+#include "tiny_checkpoint.h"
+
+namespace kipp {
+namespace {
+
+std::vector<uint32_t> block_of(uint32_t first) {
+  std::vector<uint32_t> tokens(kKvBlockTokens);
+  for (uint32_t i = 0; i < kKvBlockTokens; ++i) tokens[i] = first + i;
+  return tokens;
+}
+
+TEST(KvBlockPool, PublishedPrefixesAreAdoptedByContentAndVerifiedByTokens) {
+  KvBlockPool pool(8);
+  pool.reserve(2);
+  const uint32_t a = pool.take_reserved().value();
+  const uint32_t b = pool.take_reserved().value();
+  std::vector<uint32_t> prompt = block_of(100);
+  const std::vector<uint32_t> second = block_of(500);
+  prompt.insert(prompt.end(), second.begin(), second.end());
+  const uint64_t first_address = KvBlockPool::chain(0, std::span(prompt).first(32));
+  pool.publish(a, first_address, std::span(prompt).first(32));
+  pool.publish(b, KvBlockPool::chain(first_address, std::span(prompt).subspan(32, 32)), std::span(prompt).subspan(32, 32));
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.stats().cached, 2u);
+  EXPECT_EQ(pool.stats().free, 8u);
+
+  EXPECT_EQ(pool.adopt_prefix(prompt, 8), (std::vector<uint32_t>{a, b}));
+  EXPECT_EQ(pool.stats().cached, 0u);
+  EXPECT_EQ(pool.stats().free, 6u);
+  EXPECT_EQ(pool.adopt_prefix(prompt, 1), (std::vector<uint32_t>{a})) << "at most max_blocks";
+  std::vector<uint32_t> other = prompt;
+  other[40] = 7;  // same first block, different second
+  EXPECT_EQ(pool.adopt_prefix(other, 8), (std::vector<uint32_t>{a}));
+  other[0] = 7;  // the chain breaks at the first block
+  EXPECT_TRUE(pool.adopt_prefix(other, 8).empty());
+  EXPECT_EQ(pool.stats().reused, 4u);
+}
+
+TEST(KvBlockPool, CachedBlocksAreEvictedOldestFirstAndOnlyWhenNeeded) {
+  KvBlockPool pool(3);
+  pool.reserve(3);
+  std::vector<uint32_t> held;
+  for (uint32_t i = 0; i < 3; ++i) {
+    held.push_back(pool.take_reserved().value());
+    const auto tokens = block_of(1000 * (i + 1));
+    pool.publish(held[i], KvBlockPool::chain(0, tokens), tokens);
+  }
+  EXPECT_FALSE(pool.can_reserve(1)) << "every block is held";
+  pool.release(held[1]);
+  pool.release(held[0]);
+  EXPECT_TRUE(pool.can_reserve(2));
+  EXPECT_FALSE(pool.can_reserve(3));
+  pool.reserve(1);
+  EXPECT_EQ(pool.take_reserved().value(), held[1]) << "the least recently released cached block goes first";
+  EXPECT_EQ(pool.stats().evicted, 1u);
+  EXPECT_TRUE(pool.adopt_prefix(block_of(2000), 1).empty()) << "an evicted block is no longer found";
+  EXPECT_EQ(pool.adopt_prefix(block_of(1000), 1), (std::vector<uint32_t>{held[0]}));
+  EXPECT_FALSE(pool.take_reserved()) << "nothing is reserved any more: a bug, reported as an error";
+}
+
+TEST(KvBlockPool, ReservationsCountAgainstFreeBlocks) {
+  KvBlockPool pool(4);
+  EXPECT_TRUE(pool.can_reserve(4));
+  pool.reserve(3);
+  EXPECT_TRUE(pool.can_reserve(1));
+  EXPECT_FALSE(pool.can_reserve(2));
+  pool.unreserve(3);
+  EXPECT_TRUE(pool.can_reserve(4));
+  EXPECT_EQ(pool.stats().reserved, 0u);
+}
+
+TEST(Logprobs, LogSoftmaxAndTheBestAlternativesInOrder) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l));
+  const LogprobsAtStep step = logprobs_at_step(logits, 2, 3);
+  EXPECT_NEAR(step.chosen.logprob, 2.0 - std::log(sum), 1e-6);
+  ASSERT_EQ(step.top.size(), 3u);
+  EXPECT_EQ(step.top[0].token, 1u) << "equal logits are ordered by id";
+  EXPECT_EQ(step.top[1].token, 3u);
+  EXPECT_EQ(step.top[2].token, 2u);
+  EXPECT_NEAR(step.top[0].logprob, 3.0 - std::log(sum), 1e-6);
+  EXPECT_TRUE(logprobs_at_step(logits, 0, 0).top.empty());
+  EXPECT_EQ(logprobs_at_step(logits, 0, 20).top.size(), logits.size());
+}
+
+struct Outcome {
+  std::vector<std::string> text;
+  std::vector<std::optional<FinishReason>> finish;
+  std::vector<std::vector<TokenReport>> tokens;
+  RequestReport report;
+};
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(testing::open_tiny_checkpoint(tiny_));
+    auto reference = create_backend("cpu", *tiny_.file, {2});
+    ASSERT_TRUE(reference) << reference.error().message;
+    reference_ = std::move(*reference);
+  }
+
+  void start(SchedulerOptions options) {
+    auto backend = create_backend("cpu", *tiny_.file, {2});
+    ASSERT_TRUE(backend) << backend.error().message;
+    backend_ = std::move(*backend);
+    auto scheduler = Scheduler::create(*backend_, *tiny_.tokenizer, tiny_.stop_ids, tiny_.file->checkpoint().context, options);
+    ASSERT_TRUE(scheduler) << scheduler.error().message;
+    scheduler_ = std::move(*scheduler);
+  }
+
+  // Submits and returns a future of everything the request produced.
+  std::future<Outcome> submit(CompletionRequest request, std::shared_ptr<RequestTicket>* ticket = nullptr) {
+    auto outcome = std::make_shared<Outcome>();
+    auto done = std::make_shared<std::promise<Outcome>>();
+    outcome->text.resize(request.n);
+    outcome->finish.resize(request.n);
+    outcome->tokens.resize(request.n);
+    request.on_update = [outcome](const ChoiceUpdate& update) {
+      EXPECT_FALSE(outcome->finish[update.choice]) << "no update after a choice's last";
+      outcome->text[update.choice] += update.text;
+      outcome->finish[update.choice] = update.finish;
+      for (const TokenReport& token : update.tokens) outcome->tokens[update.choice].push_back(token);
+    };
+    request.on_done = [outcome, done](const RequestReport& report) {
+      outcome->report = report;
+      done->set_value(*outcome);
+    };
+    Submission submission = scheduler_->submit(std::move(request));
+    EXPECT_EQ(submission.verdict, Verdict::queued) << submission.reason;
+    if (ticket) *ticket = submission.ticket;
+    return done->get_future();
+  }
+
+  // The same request generated alone on a private session of another backend instance.
+  Generation alone(const CompletionRequest& request, uint32_t choice = 0) {
+    auto session = reference_->create_session(uint32_t(request.prompt.size()) + request.max_tokens);
+    EXPECT_TRUE(session);
+    GenerateContext context{*reference_, **session, *tiny_.tokenizer, tiny_.stop_ids};
+    GenerateOptions options;
+    options.max_tokens = request.max_tokens;
+    options.sampling = request.sampling;
+    options.sampling.seed += choice;
+    options.stop = request.stop;
+    auto result = generate(context, request.prompt, options);
+    EXPECT_TRUE(result) << result.error().message;
+    return result ? *result : Generation{};
+  }
+
+  static std::vector<uint32_t> random_prompt(std::mt19937& rng, uint32_t length) {
+    std::vector<uint32_t> prompt(length);
+    for (uint32_t& id : prompt) id = rng() % 150000;
+    return prompt;
+  }
+
+  static CompletionRequest greedy(std::vector<uint32_t> prompt, uint32_t max_tokens) {
+    CompletionRequest request;
+    request.prompt = std::move(prompt);
+    request.max_tokens = max_tokens;
+    request.sampling.temperature = 0.0f;
+    return request;
+  }
+
+  void expect_pool_idle() {
+    // Finished sequences give their blocks back: everything is free (cached or unused).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (scheduler_->stats().running > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const SchedulerStats stats = scheduler_->stats();
+    EXPECT_EQ(stats.pool.free, stats.pool.total);
+    EXPECT_EQ(stats.pool.reserved, 0u);
+  }
+
+  testing::TinyCheckpoint tiny_;
+  std::unique_ptr<BackendModel> reference_;
+  std::unique_ptr<BackendModel> backend_;
+  std::unique_ptr<Scheduler> scheduler_;
+};
+
+TEST_F(SchedulerTest, ConcurrentGreedyRequestsEachEqualTheSameRequestAlone) {
+  start({.pool_blocks = 256, .max_sequences = 16, .max_waiting = 64, .step_tokens = 48});
+  std::mt19937 rng(7);
+  std::vector<CompletionRequest> requests;
+  std::vector<std::future<Outcome>> outcomes;
+  for (uint32_t i = 0; i < 16; ++i) {
+    CompletionRequest request = greedy(random_prompt(rng, 1 + rng() % 120), 4 + rng() % 20);
+    if (i % 5 == 0) request.stop = {"e"};
+    requests.push_back(request);
+    outcomes.push_back(submit(request));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome outcome = outcomes[i].get();
+    const Generation expected = alone(requests[i]);
+    EXPECT_EQ(outcome.text[0], expected.text) << "request " << i;
+    ASSERT_TRUE(outcome.finish[0]);
+    EXPECT_EQ(*outcome.finish[0], expected.finish) << "request " << i;
+    EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << "request " << i;
+    EXPECT_EQ(outcome.report.prompt_tokens, requests[i].prompt.size());
+    EXPECT_FALSE(outcome.report.error);
+  }
+  EXPECT_GT(scheduler_->stats().batch_size.sum / scheduler_->stats().batch_size.count, 2.0)
+      << "requests were evaluated together";
+  expect_pool_idle();
+}
+
+TEST_F(SchedulerTest, ChoicesShareThePromptAndEachEqualsItsSeedAlone) {
+  start({.pool_blocks = 64, .max_sequences = 8, .max_waiting = 8, .step_tokens = 64});
+  std::mt19937 rng(11);
+  CompletionRequest request;
+  request.prompt = random_prompt(rng, 100);
+  request.max_tokens = 12;
+  request.n = 3;
+  request.sampling.temperature = 4.0f;  // the tiny model is sure of itself: flatten it so seeds matter
+  request.sampling.seed = 1234;
+  request.logprobs = true;
+  request.top_logprobs = 3;
+  const Outcome outcome = submit(request).get();
+  for (uint32_t choice = 0; choice < 3; ++choice) {
+    const Generation expected = alone(request, choice);
+    EXPECT_EQ(outcome.text[choice], expected.text) << "choice " << choice;
+    std::string joined;
+    for (const TokenReport& token : outcome.tokens[choice]) {
+      joined += token.text;
+      EXPECT_EQ(token.logprobs.top.size(), 3u);
+      EXPECT_LE(token.logprobs.chosen.logprob, 0.0f);
+    }
+    EXPECT_EQ(joined, outcome.text[choice]) << "the logprob tokens concatenate to the text";
+  }
+  EXPECT_NE(outcome.text[0], outcome.text[1]) << "choices sample with different seeds";
+  expect_pool_idle();
+}
+
+TEST_F(SchedulerTest, ALaterRequestAdoptsThePublishedPrefixAndAnswersTheSame) {
+  start({.pool_blocks = 64, .max_sequences = 4, .max_waiting = 8, .step_tokens = 512});
+  std::mt19937 rng(5);
+  const std::vector<uint32_t> shared = random_prompt(rng, 130);
+  CompletionRequest first = greedy(shared, 6);
+  EXPECT_EQ(submit(first).get().report.cached_tokens, 0u);
+  std::vector<uint32_t> longer = shared;
+  for (uint32_t id : random_prompt(rng, 20)) longer.push_back(id);
+  CompletionRequest second = greedy(longer, 6);
+  const Outcome outcome = submit(second).get();
+  EXPECT_EQ(outcome.report.cached_tokens, 128u) << "the four full blocks of the shared 130 tokens";
+  EXPECT_EQ(outcome.text[0], alone(second).text);
+  const SchedulerStats stats = scheduler_->stats();
+  EXPECT_EQ(stats.prefix_tokens_reused, 128u);
+  EXPECT_GE(stats.pool.reused, 4u);
+  // The identical prompt again adopts all but its last (partial) block's worth.
+  EXPECT_EQ(submit(first).get().report.cached_tokens, 128u);
+  expect_pool_idle();
+}
+
+TEST_F(SchedulerTest, ATinyPoolDelaysAdmissionButEveryAnswerIsRight) {
+  // 6 blocks: room for one request of up to 192 positions at a time.
+  start({.pool_blocks = 6, .max_sequences = 8, .max_waiting = 16, .step_tokens = 64});
+  std::mt19937 rng(3);
+  std::vector<CompletionRequest> requests;
+  std::vector<std::future<Outcome>> outcomes;
+  for (uint32_t i = 0; i < 6; ++i) {
+    requests.push_back(greedy(random_prompt(rng, 60 + rng() % 100), 8));
+    outcomes.push_back(submit(requests.back()));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome outcome = outcomes[i].get();
+    EXPECT_FALSE(outcome.report.error) << *outcome.report.error;
+    EXPECT_EQ(outcome.text[0], alone(requests[i]).text) << "request " << i;
+  }
+  EXPECT_GT(scheduler_->stats().queue_seconds.sum, 0.0);
+  expect_pool_idle();
+}
+
+TEST_F(SchedulerTest, ACancelledRequestEndsAndOthersAreUntouched) {
+  start({.pool_blocks = 64, .max_sequences = 8, .max_waiting = 8, .step_tokens = 64});
+  std::mt19937 rng(9);
+  CompletionRequest victim = greedy(random_prompt(rng, 40), 2000);
+  CompletionRequest bystander = greedy(random_prompt(rng, 50), 30);
+  std::shared_ptr<RequestTicket> ticket;
+  auto victim_outcome = submit(victim, &ticket);
+  auto bystander_outcome = submit(bystander);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ticket->cancel();
+  const Outcome cancelled = victim_outcome.get();
+  EXPECT_TRUE(cancelled.report.cancelled);
+  EXPECT_LT(cancelled.report.completion_tokens, 2000u);
+  EXPECT_EQ(bystander_outcome.get().text[0], alone(bystander).text);
+  expect_pool_idle();
+  EXPECT_EQ(scheduler_->stats().cancelled, 1u);
+}
+
+TEST_F(SchedulerTest, OversizedRequestsAndAFullQueueAreRefusedUpFront) {
+  start({.pool_blocks = 8, .max_sequences = 2, .max_waiting = 1, .step_tokens = 64});
+  const uint32_t context = tiny_.file->checkpoint().context;
+  CompletionRequest too_long = greedy(std::vector<uint32_t>(10, 1), context);
+  Submission refused = scheduler_->submit(too_long);
+  EXPECT_EQ(refused.verdict, Verdict::too_large);
+  EXPECT_NE(refused.reason.find("exceeds the context"), std::string::npos) << refused.reason;
+  EXPECT_EQ(scheduler_->submit(greedy(std::vector<uint32_t>(300, 1), 10)).verdict, Verdict::too_large)
+      << "more blocks than the whole pool";
+  CompletionRequest many = greedy({1, 2, 3}, 4);
+  many.n = 3;
+  EXPECT_EQ(scheduler_->submit(many).verdict, Verdict::too_large) << "more choices than sequences";
+
+  // One long request holds the pool; the queue holds one more; the next is refused as busy.
+  CompletionRequest slow = greedy({1, 2, 3}, 250);  // all 8 blocks: the next one waits
+  std::shared_ptr<RequestTicket> ticket;
+  auto running = submit(slow, &ticket);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (scheduler_->stats().running == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto queued = submit(greedy({4, 5, 6}, 4));
+  Submission busy = scheduler_->submit(greedy({7, 8, 9}, 4));
+  EXPECT_EQ(busy.verdict, Verdict::queue_full);
+  ticket->cancel();
+  running.get();
+  EXPECT_FALSE(queued.get().report.error);
+}
+
+}  // namespace
+}  // namespace kipp
