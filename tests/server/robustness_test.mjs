@@ -3,16 +3,16 @@
 // never reads its stream, a client gone before a non-streamed answer. Each costs only its own
 // connection; the server keeps answering, cancels the abandoned work and frees its KV.
 //
-//   node robustness_test.mjs KIPP INSTRUCT_MODEL
+//   node robustness_test.mjs KIPP INSTRUCT_MODEL SHAPE_MODEL
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
 import { metric, metrics, startServer } from './server_process.mjs';
 
-const [kipp, model] = process.argv.slice(2);
-if (!model) {
-  console.error('usage: robustness_test.mjs KIPP INSTRUCT_MODEL');
+const [kipp, model, shapeModel] = process.argv.slice(2);
+if (!shapeModel) {
+  console.error('usage: robustness_test.mjs KIPP INSTRUCT_MODEL SHAPE_MODEL');
   process.exit(2);
 }
 const MODEL = 'kipp-test/qwen3-tiny';
@@ -182,5 +182,29 @@ describe('kipp serve under hostile input', () => {
       'kipp_kv_pool_blocks_evicted_total', 'kipp_prefix_tokens_reused_total', 'vllm:num_requests_running',
       'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc'])
       assert.ok(text.includes(`\n${name}{`) || text.startsWith(`${name}{`), name);
+  });
+});
+
+describe('while the model loads', () => {
+  test('health says 503 "loading" until the model is ready, then 200', async () => {
+    // The 0.6B shape takes a moment to load: its weights are packed for the CPU kernels.
+    const server = await startServer(kipp, shapeModel, [], { until: 'listening' });
+    try {
+      const first = await fetch(`${server.url}/health`);
+      assert.equal(first.status, 503);
+      assert.deepEqual(await first.json(), { status: 'loading' });
+      const early = await fetch(`${server.url}/v1/models`);
+      assert.equal(early.status, 503);
+      assert.equal(early.headers.get('retry-after'), '1');
+      let status = 503;
+      for (let i = 0; i < 600 && status === 503; ++i) {
+        await sleep(100);
+        status = (await fetch(`${server.url}/healthz`)).status;
+      }
+      assert.equal(status, 200);
+      assert.equal((await fetch(`${server.url}/v1/models`)).status, 200);
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
   });
 });

@@ -1,7 +1,8 @@
 // Starts a real `kipp serve` process on a free port and waits until it says it is ready.
 import { spawn } from 'node:child_process';
 
-export async function startServer(kipp, model, extraArgs = [], { env = {} } = {}) {
+// `until: 'listening'` returns as soon as the socket is bound, while the model may still load.
+export async function startServer(kipp, model, extraArgs = [], { env = {}, until = 'ready' } = {}) {
   const child = spawn(kipp, ['serve', '--model', model, '--port', '0', '--threads', '2', ...extraArgs], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -12,7 +13,7 @@ export async function startServer(kipp, model, extraArgs = [], { env = {} } = {}
     child.stderr.on('data', (data) => {
       log += data.toString();
       const port = /listening on http:\/\/[^:]+:(\d+)/.exec(log);
-      if (port && log.includes('kipp serve: ready')) {
+      if (port && (until === 'listening' || log.includes('kipp serve: ready'))) {
         clearTimeout(timer);
         resolve(Number(port[1]));
       }
