@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import unittest
@@ -367,6 +368,27 @@ class Chat(unittest.TestCase):
         run = kipp("chat", "--model", os.path.join(ARGS.models, "qwen3-tiny-untied.bf16.gguf"))
         self.assertEqual(run.returncode, 1)
         self.assertIn("base checkpoint", run.stderr)
+
+
+class Serve(unittest.TestCase):
+    def test_startup_errors_are_one_line(self):
+        tiny = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        missing = os.path.join(ARGS.scratch, "missing.gguf")
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = str(taken.getsockname()[1])
+            for args, fragment in [(["--model", missing, "--port", "0"], "missing.gguf: cannot open"),
+                                   (["--model", tiny, "--host", "999.1.1.1"], "cannot resolve 999.1.1.1"),
+                                   (["--model", tiny, "--port", port], "cannot bind 127.0.0.1:" + port)]:
+                run = subprocess.run([ARGS.kipp, "serve", *args], capture_output=True, text=True, timeout=60)
+                self.assertNotEqual(run.returncode, 0, args)
+                errors = [line for line in run.stderr.splitlines() if not line.startswith("kipp serve:")]
+                self.assertEqual(len(errors), 1, run.stderr)
+                self.assertIn(fragment, errors[0])
+        usage = kipp("serve", "--model", tiny, "--max-batch", "0")
+        self.assertNotEqual(usage.returncode, 0)
+        self.assertIn("--max-batch: Value 0 not in range 1 to 256", usage.stderr)
 
 
 if __name__ == "__main__":
