@@ -69,6 +69,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.model_id = std::string(c.id);
   config.variant = c.variant;
   config.context = c.context;
+  config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;
   loaded.api = std::make_unique<server::ApiServer>(config, *loaded.tokenizer, *loaded.scheduler);
   std::fprintf(stderr, "kipp serve: %s on %s, KV pool %u blocks (%.0f MiB), up to %u sequences per step\n",

@@ -1,5 +1,6 @@
 #include "server/api_server.h"
 
+#include <algorithm>
 #include <random>
 
 #include "engine/reasoning_split.h"
@@ -293,9 +294,11 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
                                  ", n_ctx " + std::to_string(context) + ")",
                              endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_request_error",
                              "context_length_exceeded"});
-  // OpenAI's defaults: 16 tokens for completions, the rest of the context for chat.
-  const uint32_t max_tokens =
-      request.max_tokens.value_or(endpoint == Endpoint::chat ? context - uint32_t(prompt.size()) : 16);
+  // OpenAI's defaults: 16 tokens for completions; for chat, the rest of the context, or of the
+  // KV pool when that is smaller (a request must fit the pool to be admitted at all).
+  const uint32_t room = std::min(context, config_.pool_positions);
+  const uint32_t max_tokens = request.max_tokens.value_or(
+      endpoint == Endpoint::chat ? (room > prompt.size() ? room - uint32_t(prompt.size()) : 1) : 16);
   if (prompt.size() + uint64_t(max_tokens) > context)
     return reject(exchange, {400,
                              "the prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +

@@ -22,6 +22,7 @@ struct ApiConfig {
   std::string model_id;  // what /v1/models lists and requests must name
   Variant variant = Variant::base;
   uint32_t context = 0;
+  uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
   std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY"
 };
 
