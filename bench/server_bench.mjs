@@ -16,6 +16,7 @@ const { values: args } = parseArgs({ options: {
   threads: { type: 'string', default: '2' }, streams: { type: 'string', default: '1,2,4,8,16' },
   tokens: { type: 'string', default: '64' }, repeats: { type: 'string', default: '3' },
   'prefix-words': { type: 'string', default: '1500' }, 'skip-throughput': { type: 'boolean', default: false },
+  only: { type: 'string' },
 } });
 if (!args.kipp || !args.model) {
   console.error('usage: server_bench.mjs --kipp KIPP --model GGUF [--llama-server PATH] [...]');
@@ -27,22 +28,29 @@ const repeats = Number(args.repeats);
 const maxStreams = Math.max(...streams);
 const noEos = { 151643: -100, 151645: -100 };  // <|endoftext|>, <|im_end|>
 
-function launch(command, argv, readyPattern) {
+// Starts a server and resolves once GET /health answers 200 (both servers have it).
+function launch(command, argv, url) {
   return new Promise((resolve, reject) => {
     const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, LD_LIBRARY_PATH: `${process.env.LD_LIBRARY_PATH ?? ''}:${command.replace(/\/[^/]*$/, '')}` } });
     let log = '';
     const timer = setTimeout(() => reject(new Error(`${command} did not start:\n${log.slice(-2000)}`)), 300000);
-    const onData = (data) => {
-      log += data.toString();
-      if (readyPattern.test(log)) {
-        clearTimeout(timer);
-        resolve(child);
-      }
-    };
+    const onData = (data) => { log = (log + data.toString()).slice(-4000); };
     child.stdout.on('data', onData);
     child.stderr.on('data', onData);
     child.on('exit', (code) => reject(new Error(`${command} exited with ${code}:\n${log.slice(-2000)}`)));
+    const poll = async () => {
+      try {
+        if ((await fetch(`${url}/health`)).status === 200) {
+          clearTimeout(timer);
+          return resolve(child);
+        }
+      } catch {
+        // not listening yet
+      }
+      setTimeout(poll, 200);
+    };
+    poll();
   });
 }
 
@@ -51,7 +59,7 @@ const port = () => 20000 + Math.floor(Math.random() * 20000);
 async function startKipp() {
   const p = port();
   const child = await launch(args.kipp, ['serve', '--model', args.model, '--port', String(p), '--threads',
-    args.threads, '--max-batch', String(maxStreams)], /kipp serve: ready/);
+    args.threads, '--max-batch', String(maxStreams)], `http://127.0.0.1:${p}`);
   return { name: 'kipp', url: `http://127.0.0.1:${p}`, child, model: JSON.parse(await (await fetch(
     `http://127.0.0.1:${p}/v1/models`)).text()).data[0].id };
 }
@@ -60,7 +68,7 @@ async function startLlama() {
   const p = port();
   const child = await launch(args['llama-server'], ['-m', args.model, '--port', String(p), '-t', args.threads,
     '-tb', args.threads, '-np', String(maxStreams), '-c', String(maxStreams * 4096), '--no-webui'],
-    /server is listening|HTTP server listening/);
+    `http://127.0.0.1:${p}`);
   return { name: 'llama.cpp', url: `http://127.0.0.1:${p}`, child, model: 'model' };
 }
 
@@ -79,10 +87,14 @@ async function stream(server, prompt, maxTokens, started) {
     buffer += decoder.decode(bytes, { stream: true });
     let end;
     while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const data = buffer.slice(6, end);
+      const event = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
+      if (event.startsWith(':')) continue;  // an SSE comment: llama-server's keep-alive during long prefills
+      if (!event.startsWith('data: ')) throw new Error(`${server.name}: ${event}`);
+      const data = event.slice(6);
       if (data === '[DONE]') continue;
       const chunk = JSON.parse(data);
+      if (chunk.error) throw new Error(`${server.name}: ${JSON.stringify(chunk.error)}`);
       if (chunk.choices?.[0]?.text) {
         ++pieces;
         if (first === null) first = performance.now() - started;
@@ -139,7 +151,9 @@ async function prefixReuse(server) {
 }
 
 const results = {};
-for (const start of [startKipp, ...(args['llama-server'] ? [startLlama] : [])]) {
+const starts = { kipp: startKipp, 'llama.cpp': startLlama };
+const engines = args.only ? [args.only] : ['kipp', ...(args['llama-server'] ? ['llama.cpp'] : [])];
+for (const start of engines.map((name) => starts[name])) {
   const server = await start();
   try {
     results[server.name] = {

@@ -86,6 +86,9 @@ Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& mo
 // threads (0: one per physical core).
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, unsigned threads);
 
+// The CUDA backend (builds with -DKIPP_CUDA=ON only): weights and KV on the first NVIDIA GPU.
+Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model);
+
 struct BackendOptions {
   unsigned threads = 0;  // CPU threads; 0 = one per physical core
 };

@@ -1,0 +1,308 @@
+// The CUDA backend: the backend contract on one NVIDIA GPU. Weights are copied to device memory
+// at model creation, in the artifact's own formats; KV stores (private or the shared pool) live
+// on the device; an eval call packs every token of every item into one batch (so the weights are
+// read once per step), runs the forward pass as one sequence of kernels on one stream, and only
+// the requested FP32 logit rows come back to the host.
+#include <cuda_runtime.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cuda/batch_layout.h"
+#include "backend/cuda/device_memory.h"
+#include "backend/cuda/kernels.cuh"
+#include "backend/eval_checks.h"
+#include "model/model_file.h"
+
+namespace kipp::cuda {
+namespace {
+
+// K and V of `blocks` 32-position blocks for every layer, on the device.
+struct DeviceKvStore {
+  DeviceBuffer k, v;
+  uint32_t blocks = 0;
+};
+
+Result<std::shared_ptr<DeviceKvStore>> allocate_store(const Checkpoint& c, uint32_t blocks) {
+  auto store = std::make_shared<DeviceKvStore>();
+  const size_t bytes = size_t(c.layers) * blocks * kKvBlockTokens * c.kv_width() * sizeof(uint16_t);
+  const std::string what = "a KV store of " + std::to_string(blocks) + " blocks";
+  KIPP_ASSIGN(store->k, DeviceBuffer::allocate(bytes, what));
+  KIPP_ASSIGN(store->v, DeviceBuffer::allocate(bytes, what));
+  store->blocks = blocks;
+  return store;
+}
+
+class Session final : public BackendSession {
+ public:
+  Session(std::shared_ptr<DeviceKvStore> store, uint32_t capacity, bool pooled, std::shared_ptr<const int> token)
+      : store_(std::move(store)), capacity_(capacity), pooled_(pooled), token_(std::move(token)) {}
+  uint32_t capacity() const override { return capacity_; }
+  uint32_t length() const override { return length_; }
+  void reset() override { length_ = 0; }
+  Status truncate(uint32_t length) override {
+    if (length > length_) return fail("truncate to ", length, " positions: the session holds only ", length_);
+    length_ = length;
+    return {};
+  }
+  Status adopt_prefix(uint32_t length) override {
+    if (!pooled_) return fail("adopt_prefix: only a pooled session can adopt shared blocks");
+    if (length_ != 0) return fail("adopt_prefix: the session already holds ", length_, " positions");
+    if (length % kKvBlockTokens != 0) return fail("adopt_prefix: ", length, " positions is not a whole number of blocks");
+    if (length > capacity_) return fail("adopt_prefix: ", length, " positions exceed the capacity of ", capacity_);
+    length_ = length;
+    return {};
+  }
+  bool pooled() const override { return pooled_; }
+  uint32_t store_blocks() const override { return store_->blocks; }
+  const void* store_id() const override { return store_.get(); }
+
+  KvStoreView view() const { return {store_->k.as<uint16_t>(), store_->v.as<uint16_t>(), store_->blocks}; }
+  void set_length(uint32_t length) { length_ = length; }
+
+ private:
+  std::shared_ptr<DeviceKvStore> store_;
+  uint32_t capacity_;
+  bool pooled_;
+  uint32_t length_ = 0;
+  std::shared_ptr<const int> token_;  // counted by the model's live_sessions()
+};
+
+// Activations for `rows` batch rows, grown when a larger batch arrives.
+struct Activations {
+  DeviceBuffer x, x_norm, q, k, v, attention, projected, gate, up, ints, stores, final_rows, logits;
+};
+
+class Model final : public BackendModel {
+ public:
+  static Result<std::unique_ptr<BackendModel>> create(const ModelFile& file) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+      return fail("the cuda backend needs an NVIDIA GPU: no CUDA device is visible");
+    KIPP_TRY(check(cudaSetDevice(0), "selecting device 0"));
+    std::unique_ptr<Model> model(new Model(file));
+    KIPP_TRY(model->upload_weights());
+    KIPP_TRY(check(cudaStreamCreateWithFlags(&model->stream_, cudaStreamNonBlocking), "creating a stream"));
+    cudaDeviceProp properties{};
+    cudaGetDeviceProperties(&properties, 0);
+    model->device_name_ = properties.name;
+    return std::unique_ptr<BackendModel>(std::move(model));
+  }
+
+  ~Model() override {
+    if (stream_) cudaStreamDestroy(stream_);
+    if (pinned_logits_) cudaFreeHost(pinned_logits_);
+  }
+
+  std::string name() const override { return "cuda"; }
+  std::string describe() const override {
+    return "cuda (" + device_name_ + ", " + std::to_string(copied_bytes_ >> 20) + " MiB of weights)";
+  }
+  uint64_t copied_weight_bytes() const override { return copied_bytes_; }
+  uint32_t live_sessions() const override { return uint32_t(token_.use_count() - 1); }
+
+  Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
+    KIPP_TRY(check_capacity(capacity));
+    KIPP_ASSIGN(auto store, allocate_store(c_, kv_blocks_for(capacity)));
+    return std::unique_ptr<BackendSession>(new Session(std::move(store), capacity, false, token_));
+  }
+
+  Status create_kv_pool(uint32_t blocks) override {
+    if (pool_) return fail("the model already has a KV pool");
+    if (blocks == 0) return fail("a KV pool needs at least one block");
+    KIPP_ASSIGN(pool_, allocate_store(c_, blocks));
+    return {};
+  }
+
+  Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) override {
+    if (!pool_) return fail("create_kv_pool first: the model has no shared KV pool");
+    KIPP_TRY(check_capacity(capacity));
+    return std::unique_ptr<BackendSession>(new Session(pool_, capacity, true, token_));
+  }
+
+  Status eval(std::span<EvalItem> items) override {
+    KIPP_TRY(checker_.check(items));
+    const BatchLayout batch = layout_batch(items, c_.vocab());
+    if (batch.rows() > 0) KIPP_TRY(forward(items, batch));
+    for (EvalItem& item : items)
+      static_cast<Session*>(item.session)->set_length(item.start_position + uint32_t(item.tokens.size()));
+    return {};
+  }
+
+ private:
+  explicit Model(const ModelFile& file) : file_(file), c_(file.checkpoint()), checker_(c_.vocab()) {}
+
+  Status check_capacity(uint32_t capacity) const {
+    if (capacity == 0 || capacity > c_.context)
+      return fail("session capacity ", capacity, " is outside 1..", c_.context, " for ", c_.id);
+    return {};
+  }
+
+  // Each tensor once (a tied head is the embedding's copy).
+  Status upload_weights() {
+    const ModelWeights& w = file_.weights();
+    std::map<const uint8_t*, const uint8_t*> uploaded;
+    auto upload = [&](const WeightView& view, DeviceWeight& out) -> Status {
+      out = {nullptr, view.format, uint32_t(view.rows), uint32_t(view.cols)};
+      if (auto found = uploaded.find(view.data); found != uploaded.end()) {
+        out.data = found->second;
+        return {};
+      }
+      KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(view.bytes, "model weights"));
+      KIPP_TRY(check(cudaMemcpy(buffer.as<void>(), view.data, view.bytes, cudaMemcpyHostToDevice), "copying weights"));
+      out.data = buffer.as<const uint8_t>();
+      uploaded[view.data] = out.data;
+      copied_bytes_ += view.bytes;
+      weights_.push_back(std::move(buffer));
+      return {};
+    };
+    KIPP_TRY(upload(w.token_embedding, embedding_));
+    KIPP_TRY(upload(w.output_norm, output_norm_));
+    KIPP_TRY(upload(w.lm_head, lm_head_));
+    layers_.resize(w.layers.size());
+    for (size_t l = 0; l < w.layers.size(); ++l) {
+      const LayerWeights& from = w.layers[l];
+      DeviceLayer& to = layers_[l];
+      for (auto [view, out] : {std::pair{&from.attn_norm, &to.attn_norm}, {&from.attn_q, &to.attn_q},
+                               {&from.attn_k, &to.attn_k}, {&from.attn_v, &to.attn_v},
+                               {&from.attn_q_norm, &to.attn_q_norm}, {&from.attn_k_norm, &to.attn_k_norm},
+                               {&from.attn_output, &to.attn_output}, {&from.ffn_norm, &to.ffn_norm},
+                               {&from.ffn_gate, &to.ffn_gate}, {&from.ffn_up, &to.ffn_up},
+                               {&from.ffn_down, &to.ffn_down}})
+        KIPP_TRY(upload(*view, *out));
+    }
+    return {};
+  }
+
+  // Activation buffers for `rows` batch rows and `logit_rows` rows of logits.
+  Status reserve(uint32_t rows, uint32_t logit_rows, size_t int_bytes, uint32_t items) {
+    const size_t f = sizeof(float);
+    KIPP_TRY(a_.x.reserve(size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(a_.x_norm.reserve(size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(a_.projected.reserve(size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(a_.q.reserve(size_t(rows) * c_.attention_width() * f, "activations"));
+    KIPP_TRY(a_.attention.reserve(size_t(rows) * c_.attention_width() * f, "activations"));
+    KIPP_TRY(a_.k.reserve(size_t(rows) * c_.kv_width() * f, "activations"));
+    KIPP_TRY(a_.v.reserve(size_t(rows) * c_.kv_width() * f, "activations"));
+    KIPP_TRY(a_.gate.reserve(size_t(rows) * c_.ffn * f, "activations"));
+    KIPP_TRY(a_.up.reserve(size_t(rows) * c_.ffn * f, "activations"));
+    KIPP_TRY(a_.ints.reserve(int_bytes, "batch layout"));
+    KIPP_TRY(a_.stores.reserve(items * sizeof(KvStoreView), "batch layout"));
+    KIPP_TRY(a_.final_rows.reserve(size_t(logit_rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(a_.logits.reserve(size_t(logit_rows) * c_.vocab() * f, "logits"));
+    const size_t host_bytes = size_t(logit_rows) * c_.vocab() * f;
+    if (host_bytes > pinned_bytes_) {
+      if (pinned_logits_) cudaFreeHost(pinned_logits_);
+      pinned_logits_ = nullptr;
+      KIPP_TRY(check(cudaMallocHost(&pinned_logits_, host_bytes), "allocating pinned memory for logits"));
+      pinned_bytes_ = host_bytes;
+    }
+    return {};
+  }
+
+  Status forward(std::span<EvalItem> items, const BatchLayout& batch) {
+    const uint32_t rows = batch.rows(), logit_rows = uint32_t(batch.logit_rows.size());
+    // One upload of every integer the kernels need, one of the per-item stores.
+    std::vector<int32_t> ints;
+    auto append = [&ints](const std::vector<int32_t>& part) {
+      const size_t at = ints.size();
+      ints.insert(ints.end(), part.begin(), part.end());
+      return at;
+    };
+    const size_t ids_at = append(batch.token_ids), positions_at = append(batch.positions),
+                 items_at = append(batch.row_item), offsets_at = append(batch.table_offset),
+                 tables_at = append(batch.block_tables), logit_rows_at = append(batch.logit_rows);
+    std::vector<KvStoreView> stores;
+    for (const EvalItem& item : items) stores.push_back(static_cast<Session*>(item.session)->view());
+    KIPP_TRY(reserve(rows, logit_rows, ints.size() * sizeof(int32_t), uint32_t(items.size())));
+    int32_t* d_ints = a_.ints.as<int32_t>();
+    KIPP_TRY(check(cudaMemcpyAsync(d_ints, ints.data(), ints.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+                   "copying the batch layout"));
+    KIPP_TRY(check(cudaMemcpyAsync(a_.stores.as<void>(), stores.data(), stores.size() * sizeof(KvStoreView),
+                                   cudaMemcpyHostToDevice, stream_),
+                   "copying the batch layout"));
+
+    float* x = a_.x.as<float>();
+    float* x_norm = a_.x_norm.as<float>();
+    float* projected = a_.projected.as<float>();
+    const float eps = c_.rms_norm_eps();
+    embed_rows(reinterpret_cast<const uint16_t*>(embedding_.data), d_ints + ids_at, rows, c_.hidden, x, stream_);
+    PagedKv kv{d_ints + positions_at, d_ints + items_at, d_ints + offsets_at, d_ints + tables_at,
+               a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
+    for (uint32_t l = 0; l < layers_.size(); ++l) {
+      const DeviceLayer& layer = layers_[l];
+      kv.layer = l;
+      // Attention block: norm, Q/K/V, per-head norm and RoPE, store K/V, attend, project, add.
+      rms_norm(x, as_f32(layer.attn_norm), rows, c_.hidden, eps, x_norm, stream_);
+      matmul(layer.attn_q, x_norm, rows, a_.q.as<float>(), stream_);
+      matmul(layer.attn_k, x_norm, rows, a_.k.as<float>(), stream_);
+      matmul(layer.attn_v, x_norm, rows, a_.v.as<float>(), stream_);
+      norm_rope_heads(a_.q.as<float>(), rows, c_.q_heads, c_.head_dim(), as_f32(layer.attn_q_norm), eps,
+                      kv.positions, c_.rope_theta, stream_);
+      norm_rope_heads(a_.k.as<float>(), rows, c_.kv_heads(), c_.head_dim(), as_f32(layer.attn_k_norm), eps,
+                      kv.positions, c_.rope_theta, stream_);
+      write_kv(a_.k.as<float>(), a_.v.as<float>(), rows, kv, stream_);
+      attend(a_.q.as<float>(), rows, c_.q_heads, kv, a_.attention.as<float>(), stream_);
+      matmul(layer.attn_output, a_.attention.as<float>(), rows, projected, stream_);
+      add_in_place(x, projected, size_t(rows) * c_.hidden, stream_);
+      // Feed-forward block: norm, gate and up, SiLU(gate) * up, down, add.
+      rms_norm(x, as_f32(layer.ffn_norm), rows, c_.hidden, eps, x_norm, stream_);
+      matmul(layer.ffn_gate, x_norm, rows, a_.gate.as<float>(), stream_);
+      matmul(layer.ffn_up, x_norm, rows, a_.up.as<float>(), stream_);
+      silu_mul(a_.gate.as<float>(), a_.up.as<float>(), size_t(rows) * c_.ffn, a_.gate.as<float>(), stream_);
+      matmul(layer.ffn_down, a_.gate.as<float>(), rows, projected, stream_);
+      add_in_place(x, projected, size_t(rows) * c_.hidden, stream_);
+    }
+    if (logit_rows == 0) return check(cudaStreamSynchronize(stream_), "evaluating the batch");
+    // Logits only for the rows that want them.
+    gather_rows(x, d_ints + logit_rows_at, logit_rows, c_.hidden, a_.final_rows.as<float>(), stream_);
+    rms_norm(a_.final_rows.as<float>(), as_f32(output_norm_), logit_rows, c_.hidden, eps, a_.final_rows.as<float>(),
+             stream_);
+    matmul(lm_head_, a_.final_rows.as<float>(), logit_rows, a_.logits.as<float>(), stream_);
+    const size_t row_bytes = size_t(c_.vocab()) * sizeof(float);
+    KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes,
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "copying logits back"));
+    KIPP_TRY(check(cudaStreamSynchronize(stream_), "evaluating the batch"));
+    for (uint32_t r = 0; r < logit_rows; ++r)
+      std::memcpy(batch.logit_targets[r], static_cast<const char*>(pinned_logits_) + r * row_bytes, row_bytes);
+    return {};
+  }
+
+  static const float* as_f32(const DeviceWeight& w) { return reinterpret_cast<const float*>(w.data); }
+
+  struct DeviceLayer {
+    DeviceWeight attn_norm, attn_q, attn_k, attn_v, attn_q_norm, attn_k_norm, attn_output, ffn_norm, ffn_gate, ffn_up,
+        ffn_down;
+  };
+
+  const ModelFile& file_;
+  const Checkpoint& c_;
+  EvalChecker checker_;
+  std::vector<DeviceBuffer> weights_;
+  DeviceWeight embedding_, output_norm_, lm_head_;
+  std::vector<DeviceLayer> layers_;
+  uint64_t copied_bytes_ = 0;
+  std::string device_name_;
+  cudaStream_t stream_ = nullptr;
+  Activations a_;
+  void* pinned_logits_ = nullptr;
+  size_t pinned_bytes_ = 0;
+  std::shared_ptr<DeviceKvStore> pool_;
+  std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
+};
+
+}  // namespace
+}  // namespace kipp::cuda
+
+namespace kipp {
+
+Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model) {
+  return cuda::Model::create(model);
+}
+
+}  // namespace kipp

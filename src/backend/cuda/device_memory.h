@@ -1,0 +1,67 @@
+// Device memory as owned values, and CUDA errors as kipp errors: every allocation and copy the
+// backend makes goes through here, so a failure (out of memory, no device) is a Status naming
+// what was being done, never an abort.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "util/error.h"
+
+namespace kipp::cuda {
+
+inline Status check(cudaError_t code, const char* what) {
+  if (code == cudaSuccess) return {};
+  return fail("CUDA: ", what, ": ", cudaGetErrorString(code));
+}
+
+// A device allocation of `bytes`, freed with its owner.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept { *this = std::move(other); }
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (data_) cudaFree(data_);
+  }
+
+  static Result<DeviceBuffer> allocate(size_t bytes, const std::string& what) {
+    DeviceBuffer buffer;
+    if (bytes == 0) return buffer;
+    if (auto ok = check(cudaMalloc(&buffer.data_, bytes), ("allocating " + std::to_string(bytes >> 20) +
+                                                             " MiB for " + what).c_str());
+        !ok)
+      return ok.error();
+    buffer.bytes_ = bytes;
+    return buffer;
+  }
+
+  // Grows (never shrinks) to at least `bytes`; the contents are not kept.
+  Status reserve(size_t bytes, const std::string& what) {
+    if (bytes <= bytes_) return {};
+    KIPP_ASSIGN(DeviceBuffer bigger, allocate(bytes, what));
+    *this = std::move(bigger);
+    return {};
+  }
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data_);
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace kipp::cuda

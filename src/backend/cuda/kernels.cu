@@ -1,0 +1,233 @@
+#include "backend/cuda/kernels.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace kipp::cuda {
+namespace {
+
+constexpr uint32_t kWarp = 32;
+constexpr uint32_t kBlockValues = 32;    // weights per quantization block
+constexpr uint32_t kMatmulTokens = 8;    // batch rows one warp carries per pass over a weight row
+constexpr uint32_t kWarpsPerBlock = 8;
+
+__device__ float bf16_value(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
+
+__device__ float fp16_value(const uint8_t* p) {
+  const uint16_t bits = uint16_t(p[0]) | uint16_t(p[1]) << 8;
+  return __half2float(__ushort_as_half(bits));
+}
+
+__device__ float warp_sum(float value) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+// Weight (row, column = block * 32 + lane), widened to FP32.
+__device__ float weight_at(const DeviceWeight& w, uint32_t row, uint32_t block, uint32_t lane) {
+  const uint64_t column = uint64_t(block) * kBlockValues + lane;
+  switch (w.format) {
+    case WeightFormat::f32:
+      return reinterpret_cast<const float*>(w.data)[uint64_t(row) * w.cols + column];
+    case WeightFormat::bf16:
+      return bf16_value(reinterpret_cast<const uint16_t*>(w.data)[uint64_t(row) * w.cols + column]);
+    case WeightFormat::q8_0: {
+      const uint8_t* b = w.data + (uint64_t(row) * (w.cols / kBlockValues) + block) * 34;
+      return fp16_value(b) * float(int8_t(b[2 + lane]));
+    }
+    case WeightFormat::affine4: {
+      const uint8_t* b = w.data + (uint64_t(row) * (w.cols / kBlockValues) + block) * 20;
+      const uint8_t byte = b[4 + (lane & 15)];
+      const uint32_t q = lane < 16 ? byte & 15 : byte >> 4;
+      return fp16_value(b) * float(q) + fp16_value(b + 2);
+    }
+  }
+  return 0.0f;
+}
+
+__global__ void embed_kernel(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out) {
+  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= uint64_t(rows) * width) return;
+  const uint32_t r = uint32_t(i / width), c = uint32_t(i % width);
+  out[i] = bf16_value(table[uint64_t(ids[r]) * width + c]);
+}
+
+__global__ void gather_kernel(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out) {
+  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= uint64_t(count) * width) return;
+  out[i] = x[uint64_t(rows[i / width]) * width + i % width];
+}
+
+// One block of 256 threads per row.
+__global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t width, float eps, float* out) {
+  __shared__ float partial[kWarpsPerBlock * 4];
+  const float* row = x + uint64_t(blockIdx.x) * width;
+  float sum = 0.0f;
+  for (uint32_t i = threadIdx.x; i < width; i += blockDim.x) sum += row[i] * row[i];
+  sum = warp_sum(sum);
+  if (threadIdx.x % kWarp == 0) partial[threadIdx.x / kWarp] = sum;
+  __syncthreads();
+  float total = 0.0f;
+  for (uint32_t w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
+  const float scale = 1.0f / sqrtf(total / float(width) + eps);
+  float* out_row = out + uint64_t(blockIdx.x) * width;
+  for (uint32_t i = threadIdx.x; i < width; i += blockDim.x) out_row[i] = row[i] * scale * weight[i];
+}
+
+// One warp per output feature and group of kMatmulTokens batch rows: the warp walks the weight
+// row once, each lane taking one weight of every 32-weight block, and keeps one sum per row.
+__global__ void matmul_kernel(DeviceWeight w, const float* x, uint32_t rows, float* y) {
+  const uint32_t feature = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  if (feature >= w.rows) return;
+  const uint32_t first = blockIdx.y * kMatmulTokens;
+  const uint32_t count = min(kMatmulTokens, rows - first);
+  float sums[kMatmulTokens] = {};
+  const uint32_t blocks = w.cols / kBlockValues;
+  for (uint32_t block = 0; block < blocks; ++block) {
+    const float weight = weight_at(w, feature, block, lane);
+    const float* column = x + uint64_t(first) * w.cols + uint64_t(block) * kBlockValues + lane;
+#pragma unroll
+    for (uint32_t t = 0; t < kMatmulTokens; ++t)
+      if (t < count) sums[t] += weight * column[uint64_t(t) * w.cols];
+  }
+#pragma unroll
+  for (uint32_t t = 0; t < kMatmulTokens; ++t) {
+    const float total = warp_sum(sums[t]);
+    if (lane == 0 && t < count) y[uint64_t(first + t) * w.rows + feature] = total;
+  }
+}
+
+// One warp per head of a row; head_dim is 128 (4 values per lane).
+__global__ void norm_rope_kernel(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim,
+                                 const float* weight, float eps, const int32_t* positions, float theta) {
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  if (warp >= rows * heads_per_row) return;
+  const uint32_t row = warp / heads_per_row;
+  float* head = heads + uint64_t(warp) * head_dim;
+  float sum = 0.0f;
+  for (uint32_t i = lane; i < head_dim; i += kWarp) sum += head[i] * head[i];
+  const float scale = 1.0f / sqrtf(warp_sum(sum) / float(head_dim) + eps);
+  for (uint32_t i = lane; i < head_dim; i += kWarp) head[i] = head[i] * scale * weight[i];
+  __syncwarp();
+  const uint32_t half = head_dim / 2;
+  const double position = double(positions[row]);
+  for (uint32_t i = lane; i < half; i += kWarp) {
+    const double angle = position * pow(double(theta), -2.0 * double(i) / double(head_dim));
+    const float cos_a = float(cos(angle)), sin_a = float(sin(angle));
+    const float a = head[i], b = head[i + half];
+    head[i] = a * cos_a - b * sin_a;
+    head[i + half] = b * cos_a + a * sin_a;
+  }
+}
+
+__device__ uint64_t kv_offset(const PagedKv& kv, const KvStoreView& store, int32_t block, uint32_t slot) {
+  return ((uint64_t(kv.layer) * store.blocks + uint32_t(block)) * 32 + slot) * (kv.kv_heads * kv.head_dim);
+}
+
+__global__ void write_kv_kernel(const float* k, const float* v, uint32_t rows, PagedKv kv) {
+  const uint32_t width = kv.kv_heads * kv.head_dim;
+  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= uint64_t(rows) * width) return;
+  const uint32_t row = uint32_t(i / width), c = uint32_t(i % width);
+  const int32_t item = kv.row_item[row];
+  const int32_t position = kv.positions[row];
+  const KvStoreView store = kv.stores[item];
+  const int32_t block = kv.tables[kv.table_offset[item] + position / 32];
+  const uint64_t at = kv_offset(kv, store, block, uint32_t(position % 32)) + c;
+  store.k[at] = __bfloat16_as_ushort(__float2bfloat16_rn(k[i]));
+  store.v[at] = __bfloat16_as_ushort(__float2bfloat16_rn(v[i]));
+}
+
+// One warp per (row, query head): a running maximum, normalizer and weighted sum of V over the
+// positions 0..row's position (online softmax), each score the dot product times 1/sqrt(dim).
+__global__ void attend_kernel(const float* q, uint32_t rows, uint32_t q_heads, PagedKv kv, float* out) {
+  constexpr uint32_t kPerLane = 4;  // head_dim 128 / 32 lanes
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  if (warp >= rows * q_heads) return;
+  const uint32_t row = warp / q_heads, head = warp % q_heads;
+  const uint32_t kv_head = head / (q_heads / kv.kv_heads);
+  const int32_t item = kv.row_item[row];
+  const int32_t last = kv.positions[row];
+  const KvStoreView store = kv.stores[item];
+  const int32_t* table = kv.tables + kv.table_offset[item];
+  const float* query = q + uint64_t(warp) * kv.head_dim + lane * kPerLane;
+  const float scale = rsqrtf(float(kv.head_dim));
+  float running_max = -INFINITY, normalizer = 0.0f, acc[kPerLane] = {};
+  for (int32_t p = 0; p <= last; ++p) {
+    const uint64_t base = kv_offset(kv, store, table[p / 32], uint32_t(p % 32)) + kv_head * kv.head_dim + lane * kPerLane;
+    float dot = 0.0f;
+#pragma unroll
+    for (uint32_t i = 0; i < kPerLane; ++i) dot += query[i] * bf16_value(store.k[base + i]);
+    const float score = warp_sum(dot) * scale;
+    const float new_max = fmaxf(running_max, score);
+    const float correction = expf(running_max - new_max);
+    const float weight = expf(score - new_max);
+    normalizer = normalizer * correction + weight;
+#pragma unroll
+    for (uint32_t i = 0; i < kPerLane; ++i) acc[i] = acc[i] * correction + weight * bf16_value(store.v[base + i]);
+    running_max = new_max;
+  }
+  float* target = out + uint64_t(warp) * kv.head_dim + lane * kPerLane;
+#pragma unroll
+  for (uint32_t i = 0; i < kPerLane; ++i) target[i] = acc[i] / normalizer;
+}
+
+__global__ void silu_mul_kernel(const float* gate, const float* up, size_t n, float* out) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+__global__ void add_kernel(float* x, const float* delta, size_t n) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += delta[i];
+}
+
+unsigned blocks_for(uint64_t threads, unsigned per_block) { return unsigned((threads + per_block - 1) / per_block); }
+
+}  // namespace
+
+void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
+  embed_kernel<<<blocks_for(uint64_t(rows) * width, 256), 256, 0, s>>>(table, ids, rows, width, out);
+}
+
+void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s) {
+  gather_kernel<<<blocks_for(uint64_t(count) * width, 256), 256, 0, s>>>(x, rows, count, width, out);
+}
+
+void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
+              cudaStream_t s) {
+  rms_norm_kernel<<<rows, kWarpsPerBlock * kWarp, 0, s>>>(x, weight, width, eps, out);
+}
+
+void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s) {
+  const dim3 grid(blocks_for(uint64_t(w.rows) * kWarp, kWarpsPerBlock * kWarp), blocks_for(rows, kMatmulTokens));
+  matmul_kernel<<<grid, kWarpsPerBlock * kWarp, 0, s>>>(w, x, rows, y);
+}
+
+void norm_rope_heads(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim, const float* weight,
+                     float eps, const int32_t* positions, float theta, cudaStream_t s) {
+  norm_rope_kernel<<<blocks_for(uint64_t(rows) * heads_per_row * kWarp, kWarpsPerBlock * kWarp),
+                     kWarpsPerBlock * kWarp, 0, s>>>(heads, rows, heads_per_row, head_dim, weight, eps, positions, theta);
+}
+
+void write_kv(const float* k, const float* v, uint32_t rows, const PagedKv& kv, cudaStream_t s) {
+  write_kv_kernel<<<blocks_for(uint64_t(rows) * kv.kv_heads * kv.head_dim, 256), 256, 0, s>>>(k, v, rows, kv);
+}
+
+void attend(const float* q, uint32_t rows, uint32_t q_heads, const PagedKv& kv, float* out, cudaStream_t s) {
+  attend_kernel<<<blocks_for(uint64_t(rows) * q_heads * kWarp, kWarpsPerBlock * kWarp), kWarpsPerBlock * kWarp, 0,
+                  s>>>(q, rows, q_heads, kv, out);
+}
+
+void silu_mul(const float* gate, const float* up, size_t n, float* out, cudaStream_t s) {
+  silu_mul_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, up, n, out);
+}
+
+void add_in_place(float* x, const float* delta, size_t n, cudaStream_t s) {
+  add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, delta, n);
+}
+
+}  // namespace kipp::cuda
