@@ -129,6 +129,7 @@ int run_serve(const ServeArgs& args) {
   pthread_kill(signals.native_handle(), SIGTERM);  // releases the signal thread if no signal came
   signals.join();
   api.store(nullptr);
+  loaded.api.reset();        // stops taking requests to the scheduler
   loaded.scheduler.reset();  // cancels what is left before the backend goes
   if (load_error) return report(*load_error);
   std::fprintf(stderr, "kipp serve: stopped\n");

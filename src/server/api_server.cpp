@@ -190,6 +190,32 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
     : config_(config), tokenizer_(tokenizer), scheduler_(scheduler) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
+  worker_ = std::thread([this] { work(); });
+}
+
+ApiServer::~ApiServer() {
+  {
+    std::lock_guard lock(pending_mutex_);
+    stopping_ = true;
+  }
+  pending_ready_.notify_all();
+  worker_.join();
+  for (Pending& pending : pending_)
+    pending.exchange->respond(json_response(503, error_json({503, "the server is stopping", "", "server_error"})));
+}
+
+void ApiServer::work() {
+  while (true) {
+    Pending next;
+    {
+      std::unique_lock lock(pending_mutex_);
+      pending_ready_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (stopping_) return;
+      next = std::move(pending_.front());
+      pending_.pop_front();
+    }
+    completion(next.endpoint, next.request, next.exchange);
+  }
 }
 
 bool ApiServer::authorized(const HttpRequest& request) const {
@@ -247,7 +273,13 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}});
-    return completion(path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, request, exchange);
+    {
+      std::lock_guard lock(pending_mutex_);
+      pending_.push_back({path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, std::move(request),
+                          std::move(exchange)});
+    }
+    pending_ready_.notify_one();
+    return;
   }
   reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"});
 }

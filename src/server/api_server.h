@@ -4,10 +4,13 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "engine/scheduler.h"
 #include "registry/registry.h"
@@ -29,10 +32,19 @@ struct ApiConfig {
 class ApiServer {
  public:
   ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler);
-  // The HttpHandler: answers one request.
+  // Answers what is still queued for the worker with 503 and joins it; destroy before the scheduler.
+  ~ApiServer();
+  // The HttpHandler: answers one request. Completions are read, tokenized and submitted on a
+  // worker thread, so a large body never holds up the I/O thread (and the other connections).
   void handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
 
  private:
+  struct Pending {
+    Endpoint endpoint;
+    HttpRequest request;
+    std::shared_ptr<HttpExchange> exchange;
+  };
+  void work();
   void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
   std::optional<ApiError> prompt_for(ApiRequest& request, std::vector<uint32_t>& prompt) const;
   void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {});
@@ -44,6 +56,12 @@ class ApiServer {
   ApiLimits limits_;
   std::mutex rejected_mutex_;
   RejectionCounts rejected_;
+
+  std::mutex pending_mutex_;  // guards pending_ and stopping_
+  std::condition_variable pending_ready_;
+  std::deque<Pending> pending_;
+  bool stopping_ = false;
+  std::thread worker_;
 };
 
 // Answers while the model loads: /health and /healthz say 503 "loading", everything else 503.
