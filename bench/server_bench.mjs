@@ -11,6 +11,8 @@
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
+import { sseData } from '../tests/support/sse.mjs';
+
 const { values: args } = parseArgs({ options: {
   kipp: { type: 'string' }, model: { type: 'string' }, 'llama-server': { type: 'string' },
   threads: { type: 'string', default: '2' }, streams: { type: 'string', default: '1,2,4,8,16' },
@@ -80,25 +82,14 @@ async function stream(server, prompt, maxTokens, started) {
       logit_bias: noEos }) });
   if (response.status !== 200) throw new Error(`${server.name}: ${response.status} ${await response.text()}`);
   let first = null;
-  let buffer = '';
   let pieces = 0;
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (event.startsWith(':')) continue;  // an SSE comment: llama-server's keep-alive during long prefills
-      if (!event.startsWith('data: ')) throw new Error(`${server.name}: ${event}`);
-      const data = event.slice(6);
-      if (data === '[DONE]') continue;
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(`${server.name}: ${JSON.stringify(chunk.error)}`);
-      if (chunk.choices?.[0]?.text) {
-        ++pieces;
-        if (first === null) first = performance.now() - started;
-      }
+  for await (const data of sseData(response.body)) {
+    if (data === '[DONE]') continue;
+    const chunk = JSON.parse(data);
+    if (chunk.error) throw new Error(`${server.name}: ${JSON.stringify(chunk.error)}`);
+    if (chunk.choices?.[0]?.text) {
+      ++pieces;
+      if (first === null) first = performance.now() - started;
     }
   }
   return { ttft: first, pieces };

@@ -16,23 +16,8 @@ Result<std::shared_ptr<KvStore>> allocate_store(const Checkpoint& checkpoint, ui
 
 }  // namespace
 
-Status HostSession::adopt_prefix(uint32_t length) {
-  if (!pooled_) return fail("adopt_prefix: only a pooled session can adopt shared blocks");
-  if (length_ != 0) return fail("adopt_prefix: the session already holds ", length_, " positions");
-  if (length % kKvBlockTokens != 0) return fail("adopt_prefix: ", length, " positions is not a whole number of blocks");
-  if (length > capacity_) return fail("adopt_prefix: ", length, " positions exceed the capacity of ", capacity_);
-  length_ = length;
-  return {};
-}
-
-Status HostSessions::check_capacity(uint32_t capacity) const {
-  if (capacity == 0 || capacity > checkpoint_.context)
-    return fail("session capacity ", capacity, " is outside 1..", checkpoint_.context, " for ", checkpoint_.id);
-  return {};
-}
-
 Result<std::unique_ptr<BackendSession>> HostSessions::create(uint32_t capacity) {
-  KIPP_TRY(check_capacity(capacity));
+  KIPP_TRY(check_session_capacity(checkpoint_, capacity));
   KIPP_ASSIGN(std::shared_ptr<KvStore> store, allocate_store(checkpoint_, kv_blocks_for(capacity)));
   return std::unique_ptr<BackendSession>(new HostSession(std::move(store), capacity, false, token_));
 }
@@ -46,7 +31,7 @@ Status HostSessions::create_pool(uint32_t blocks) {
 
 Result<std::unique_ptr<BackendSession>> HostSessions::create_pooled(uint32_t capacity) {
   if (!pool_) return fail("create_kv_pool first: the model has no shared KV pool");
-  KIPP_TRY(check_capacity(capacity));
+  KIPP_TRY(check_session_capacity(checkpoint_, capacity));
   return std::unique_ptr<BackendSession>(new HostSession(pool_, capacity, true, token_));
 }
 

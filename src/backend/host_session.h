@@ -7,36 +7,21 @@
 
 #include "backend/backend.h"
 #include "backend/kv_store.h"
+#include "backend/positioned_session.h"
 
 namespace kipp {
 
-class HostSession final : public BackendSession {
+class HostSession final : public PositionedSession {
  public:
   HostSession(std::shared_ptr<KvStore> store, uint32_t capacity, bool pooled, std::shared_ptr<const int> model_token)
-      : store_(std::move(store)), capacity_(capacity), pooled_(pooled), model_token_(std::move(model_token)) {}
+      : PositionedSession(capacity, pooled, std::move(model_token)), store_(std::move(store)) {}
 
-  uint32_t capacity() const override { return capacity_; }
-  uint32_t length() const override { return length_; }
-  void reset() override { length_ = 0; }
-  Status truncate(uint32_t length) override {
-    if (length > length_) return fail("truncate to ", length, " positions: the session holds only ", length_);
-    length_ = length;
-    return {};
-  }
-  Status adopt_prefix(uint32_t length) override;
-  bool pooled() const override { return pooled_; }
   uint32_t store_blocks() const override { return store_->blocks(); }
   const void* store_id() const override { return store_.get(); }
-
   KvStore& store() { return *store_; }
-  void set_length(uint32_t length) { length_ = length; }
 
  private:
   std::shared_ptr<KvStore> store_;
-  uint32_t capacity_;
-  bool pooled_;
-  uint32_t length_ = 0;
-  std::shared_ptr<const int> model_token_;  // counted by the model's live_sessions()
 };
 
 // The session bookkeeping both CPU backends share: private and pooled creation, the one shared
@@ -51,7 +36,6 @@ class HostSessions {
   uint32_t live() const { return uint32_t(token_.use_count() - 1); }
 
  private:
-  Status check_capacity(uint32_t capacity) const;
 
   const Checkpoint& checkpoint_;
   std::shared_ptr<KvStore> pool_;

@@ -120,7 +120,6 @@ class Scheduler {
   // is too_large; a full queue is queue_full) and queues the request.
   Submission submit(CompletionRequest request);
   SchedulerStats stats() const;
-  uint32_t context() const { return context_; }
 
   struct Sequence;
   struct Request;

@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cmath>
 #include <functional>
-#include <map>
 #include <set>
 
 #include "engine/chat_messages.h"
@@ -21,11 +20,9 @@ ApiError field_error(const std::string& field, const std::string& message) {
 
 // A whole number in [low, high] (an integral float such as 1e3 counts; "10" does not).
 std::variant<int64_t, ApiError> whole_number(const Json& value, const std::string& field, int64_t low, int64_t high) {
-  double number;
   if (value.is_number_integer()) {
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
       return field_error(field, "must be at most " + std::to_string(high));
-    number = double(value.get<int64_t>());
     const int64_t whole = value.get<int64_t>();
     if (whole < low || whole > high)
       return field_error(field, "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", not " +
@@ -33,7 +30,7 @@ std::variant<int64_t, ApiError> whole_number(const Json& value, const std::strin
     return whole;
   }
   if (!value.is_number_float()) return field_error(field, "must be an integer, not " + std::string(value.type_name()));
-  number = value.get<double>();
+  const double number = value.get<double>();
   if (!std::isfinite(number) || std::floor(number) != number)
     return field_error(field, "must be an integer, not " + value.dump());
   if (number < double(low) || number > double(high))

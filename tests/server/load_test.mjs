@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
+import { sseData } from '../support/sse.mjs';
 import { metric, metrics, startServer } from './server_process.mjs';
 
 const [kipp, model, durationArg] = process.argv.slice(2);
@@ -44,25 +45,15 @@ async function send(url, template, stream, abandon) {
     return chat ? json.choices[0].message.content : json.choices[0].text;
   }
   let text = '';
-  let buffer = '';
   let done = false;
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    buffer += decoder.decode(bytes, { stream: true });
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (!event.startsWith('data: ')) throw new Error(`not an SSE event: ${event}`);
-      const data = event.slice(6);
-      if (data === '[DONE]') {
-        done = true;
-        continue;
-      }
-      const chunk = JSON.parse(data);
-      if (chunk.error) throw new Error(chunk.error.message);
-      for (const choice of chunk.choices) text += chat ? (choice.delta.content ?? '') : choice.text;
+  for await (const data of sseData(response.body)) {
+    if (data === '[DONE]') {
+      done = true;
+      continue;
     }
+    const chunk = JSON.parse(data);
+    if (chunk.error) throw new Error(chunk.error.message);
+    for (const choice of chunk.choices) text += chat ? (choice.delta.content ?? '') : choice.text;
     if (abandon && text.length > 0) {
       controller.abort();
       return null;

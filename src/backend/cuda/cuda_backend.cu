@@ -16,6 +16,7 @@
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/eval_checks.h"
+#include "backend/positioned_session.h"
 #include "model/model_file.h"
 
 namespace kipp::cuda {
@@ -37,39 +38,16 @@ Result<std::shared_ptr<DeviceKvStore>> allocate_store(const Checkpoint& c, uint3
   return store;
 }
 
-class Session final : public BackendSession {
+class Session final : public PositionedSession {
  public:
   Session(std::shared_ptr<DeviceKvStore> store, uint32_t capacity, bool pooled, std::shared_ptr<const int> token)
-      : store_(std::move(store)), capacity_(capacity), pooled_(pooled), token_(std::move(token)) {}
-  uint32_t capacity() const override { return capacity_; }
-  uint32_t length() const override { return length_; }
-  void reset() override { length_ = 0; }
-  Status truncate(uint32_t length) override {
-    if (length > length_) return fail("truncate to ", length, " positions: the session holds only ", length_);
-    length_ = length;
-    return {};
-  }
-  Status adopt_prefix(uint32_t length) override {
-    if (!pooled_) return fail("adopt_prefix: only a pooled session can adopt shared blocks");
-    if (length_ != 0) return fail("adopt_prefix: the session already holds ", length_, " positions");
-    if (length % kKvBlockTokens != 0) return fail("adopt_prefix: ", length, " positions is not a whole number of blocks");
-    if (length > capacity_) return fail("adopt_prefix: ", length, " positions exceed the capacity of ", capacity_);
-    length_ = length;
-    return {};
-  }
-  bool pooled() const override { return pooled_; }
+      : PositionedSession(capacity, pooled, std::move(token)), store_(std::move(store)) {}
   uint32_t store_blocks() const override { return store_->blocks; }
   const void* store_id() const override { return store_.get(); }
-
   KvStoreView view() const { return {store_->k.as<uint16_t>(), store_->v.as<uint16_t>(), store_->blocks}; }
-  void set_length(uint32_t length) { length_ = length; }
 
  private:
   std::shared_ptr<DeviceKvStore> store_;
-  uint32_t capacity_;
-  bool pooled_;
-  uint32_t length_ = 0;
-  std::shared_ptr<const int> token_;  // counted by the model's live_sessions()
 };
 
 // Activations for `rows` batch rows, grown when a larger batch arrives.
@@ -106,7 +84,7 @@ class Model final : public BackendModel {
   uint32_t live_sessions() const override { return uint32_t(token_.use_count() - 1); }
 
   Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
-    KIPP_TRY(check_capacity(capacity));
+    KIPP_TRY(check_session_capacity(c_, capacity));
     KIPP_ASSIGN(auto store, allocate_store(c_, kv_blocks_for(capacity)));
     return std::unique_ptr<BackendSession>(new Session(std::move(store), capacity, false, token_));
   }
@@ -120,7 +98,7 @@ class Model final : public BackendModel {
 
   Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) override {
     if (!pool_) return fail("create_kv_pool first: the model has no shared KV pool");
-    KIPP_TRY(check_capacity(capacity));
+    KIPP_TRY(check_session_capacity(c_, capacity));
     return std::unique_ptr<BackendSession>(new Session(pool_, capacity, true, token_));
   }
 
@@ -135,12 +113,6 @@ class Model final : public BackendModel {
 
  private:
   explicit Model(const ModelFile& file) : file_(file), c_(file.checkpoint()), checker_(c_.vocab()) {}
-
-  Status check_capacity(uint32_t capacity) const {
-    if (capacity == 0 || capacity > c_.context)
-      return fail("session capacity ", capacity, " is outside 1..", c_.context, " for ", c_.id);
-    return {};
-  }
 
   // Each tensor once (a tied head is the embedding's copy).
   Status upload_weights() {
