@@ -36,13 +36,14 @@ class DeviceBuffer {
 
   static Result<DeviceBuffer> allocate(size_t bytes, const std::string& what) {
     DeviceBuffer buffer;
-    if (bytes == 0) return std::move(buffer);  // nvcc's front end does not move implicitly here
+    // Result<DeviceBuffer>(std::move(...)) spelled out: nvcc's front end does not move implicitly here.
+    if (bytes == 0) return Result<DeviceBuffer>(std::move(buffer));
     if (auto ok = check(cudaMalloc(&buffer.data_, bytes), ("allocating " + std::to_string(bytes >> 20) +
                                                              " MiB for " + what).c_str());
         !ok)
       return ok.error();
     buffer.bytes_ = bytes;
-    return std::move(buffer);
+    return Result<DeviceBuffer>(std::move(buffer));
   }
 
   // Grows (never shrinks) to at least `bytes`; the contents are not kept.

@@ -3,12 +3,14 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "backend/cuda/launch.cuh"
+
 namespace kipp::cuda {
 namespace {
 
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kBlockValues = 32;    // weights per quantization block
-constexpr uint32_t kMatmulTokens = 8;    // batch rows one warp carries per pass over a weight row
+constexpr uint32_t kMatmulTokens = 8;    // batch rows a warp carries per pass over a weight row (warp_sum_8)
 constexpr uint32_t kWarpsPerBlock = 8;
 
 __device__ float bf16_value(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
@@ -21,6 +23,25 @@ __device__ float fp16_value(const uint8_t* p) {
 __device__ float warp_sum(float value) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
+}
+
+// Sums each of the 8 values every lane holds over the warp in 9 shuffles rather than 8 x 5: at
+// each halving step a lane keeps half of its values and hands its partner the other half. Lane l
+// ends with the total of value (l >> 4 & 1) * 4 + (l >> 3 & 1) * 2 + (l >> 2 & 1).
+__device__ float warp_sum_8(float (&v)[8], uint32_t lane) {
+#pragma unroll
+  for (uint32_t kept = 4, offset = 16; kept >= 1; kept /= 2, offset /= 2) {
+    const bool upper = lane & offset;
+#pragma unroll
+    for (uint32_t i = 0; i < kept; ++i) {
+      const float send = upper ? v[i] : v[i + kept];
+      const float keep = upper ? v[i + kept] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+  }
+  float total = v[0];
+  for (int offset = 2; offset > 0; offset /= 2) total += __shfl_xor_sync(0xffffffffu, total, offset);
+  return total;
 }
 
 // Weight (row, column = block * 32 + lane), widened to FP32.
@@ -91,11 +112,14 @@ __global__ void matmul_kernel(DeviceWeight w, const float* x, uint32_t rows, flo
     for (uint32_t t = 0; t < kMatmulTokens; ++t)
       if (t < count) sums[t] += weight * column[uint64_t(t) * w.cols];
   }
-#pragma unroll
-  for (uint32_t t = 0; t < kMatmulTokens; ++t) {
-    const float total = warp_sum(sums[t]);
-    if (lane == 0 && t < count) y[uint64_t(first + t) * w.rows + feature] = total;
+  if (count == 1) {  // decode: one row (count is the same for the whole warp)
+    const float total = warp_sum(sums[0]);
+    if (lane == 0) y[uint64_t(first) * w.rows + feature] = total;
+    return;
   }
+  const float total = warp_sum_8(sums, lane);
+  const uint32_t t = (lane >> 4 & 1) * 4 + (lane >> 3 & 1) * 2 + (lane >> 2 & 1);
+  if ((lane & 3) == 0 && t < count) y[uint64_t(first + t) * w.rows + feature] = total;
 }
 
 // One warp per head of a row; head_dim is 128 (4 values per lane).
@@ -157,7 +181,8 @@ __global__ void attend_kernel(const float* q, uint32_t rows, uint32_t q_heads, P
   const float scale = rsqrtf(float(kv.head_dim));
   float running_max = -INFINITY, normalizer = 0.0f, acc[kPerLane] = {};
   for (int32_t p = 0; p <= last; ++p) {
-    const uint64_t base = kv_offset(kv, store, table[p / 32], uint32_t(p % 32)) + kv_head * kv.head_dim + lane * kPerLane;
+    const uint64_t base =
+        kv_offset(kv, store, table[p / 32], uint32_t(p % 32)) + kv_head * kv.head_dim + lane * kPerLane;
     float dot = 0.0f;
 #pragma unroll
     for (uint32_t i = 0; i < kPerLane; ++i) dot += query[i] * bf16_value(store.k[base + i]);
@@ -190,44 +215,44 @@ unsigned blocks_for(uint64_t threads, unsigned per_block) { return unsigned((thr
 }  // namespace
 
 void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
-  embed_kernel<<<blocks_for(uint64_t(rows) * width, 256), 256, 0, s>>>(table, ids, rows, width, out);
+  launch(embed_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, table, ids, rows, width, out);
 }
 
 void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s) {
-  gather_kernel<<<blocks_for(uint64_t(count) * width, 256), 256, 0, s>>>(x, rows, count, width, out);
+  launch(gather_kernel, blocks_for(uint64_t(count) * width, 256), 256, s, x, rows, count, width, out);
 }
 
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s) {
-  rms_norm_kernel<<<rows, kWarpsPerBlock * kWarp, 0, s>>>(x, weight, width, eps, out);
+  launch(rms_norm_kernel, rows, kWarpsPerBlock * kWarp, s, x, weight, width, eps, out);
 }
 
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s) {
   const dim3 grid(blocks_for(uint64_t(w.rows) * kWarp, kWarpsPerBlock * kWarp), blocks_for(rows, kMatmulTokens));
-  matmul_kernel<<<grid, kWarpsPerBlock * kWarp, 0, s>>>(w, x, rows, y);
+  launch(matmul_kernel, grid, kWarpsPerBlock * kWarp, s, w, x, rows, y);
 }
 
 void norm_rope_heads(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim, const float* weight,
                      float eps, const int32_t* positions, float theta, cudaStream_t s) {
-  norm_rope_kernel<<<blocks_for(uint64_t(rows) * heads_per_row * kWarp, kWarpsPerBlock * kWarp),
-                     kWarpsPerBlock * kWarp, 0, s>>>(heads, rows, heads_per_row, head_dim, weight, eps, positions, theta);
+  launch(norm_rope_kernel, blocks_for(uint64_t(rows) * heads_per_row * kWarp, kWarpsPerBlock * kWarp),
+         kWarpsPerBlock * kWarp, s, heads, rows, heads_per_row, head_dim, weight, eps, positions, theta);
 }
 
 void write_kv(const float* k, const float* v, uint32_t rows, const PagedKv& kv, cudaStream_t s) {
-  write_kv_kernel<<<blocks_for(uint64_t(rows) * kv.kv_heads * kv.head_dim, 256), 256, 0, s>>>(k, v, rows, kv);
+  launch(write_kv_kernel, blocks_for(uint64_t(rows) * kv.kv_heads * kv.head_dim, 256), 256, s, k, v, rows, kv);
 }
 
 void attend(const float* q, uint32_t rows, uint32_t q_heads, const PagedKv& kv, float* out, cudaStream_t s) {
-  attend_kernel<<<blocks_for(uint64_t(rows) * q_heads * kWarp, kWarpsPerBlock * kWarp), kWarpsPerBlock * kWarp, 0,
-                  s>>>(q, rows, q_heads, kv, out);
+  launch(attend_kernel, blocks_for(uint64_t(rows) * q_heads * kWarp, kWarpsPerBlock * kWarp), kWarpsPerBlock * kWarp, s,
+         q, rows, q_heads, kv, out);
 }
 
 void silu_mul(const float* gate, const float* up, size_t n, float* out, cudaStream_t s) {
-  silu_mul_kernel<<<blocks_for(n, 256), 256, 0, s>>>(gate, up, n, out);
+  launch(silu_mul_kernel, blocks_for(n, 256), 256, s, gate, up, n, out);
 }
 
 void add_in_place(float* x, const float* delta, size_t n, cudaStream_t s) {
-  add_kernel<<<blocks_for(n, 256), 256, 0, s>>>(x, delta, n);
+  launch(add_kernel, blocks_for(n, 256), 256, s, x, delta, n);
 }
 
 }  // namespace kipp::cuda

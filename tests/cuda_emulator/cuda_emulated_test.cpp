@@ -1,0 +1,154 @@
+// The CUDA backend on the CPU emulator: its logits against cpu-ref (the gate the GPU run repeats),
+// a device too small for the weights, and the emulator's own barriers and failure reports. The
+// backend contract suite runs on it too (kipp_cuda_emulated_tests, cuda cases).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "cuda_runtime.h"
+#include "logit_checks.h"
+#include "model/model_file.h"
+#include "test_paths.h"
+
+namespace kipp {
+namespace {
+
+struct GateCase {
+  std::string model, scheme;
+};
+
+void PrintTo(const GateCase& c, std::ostream* out) { *out << c.model << "." << c.scheme; }
+
+// Logits of a 16-token prefill (every row) and then 4 single-token decode steps.
+std::vector<float> prefill_then_decode(BackendModel& backend, std::span<const uint32_t> prompt, uint32_t vocab) {
+  constexpr uint32_t kPrefill = 16;
+  auto session = backend.create_session(64);
+  EXPECT_TRUE(session.ok()) << session.error().message;
+  if (!session.ok()) return {};
+  std::vector<float> logits(prompt.size() * vocab);
+  EvalItem prefill{session->get(), prompt.first(kPrefill), 0, kPrefill, logits.data(), {}};
+  Status status = backend.eval(std::span(&prefill, 1));
+  EXPECT_TRUE(status.ok()) << status.error().message;
+  for (uint32_t p = kPrefill; p < prompt.size() && status.ok(); ++p) {
+    EvalItem step{session->get(), prompt.subspan(p, 1), p, 1, logits.data() + size_t(p) * vocab, {}};
+    status = backend.eval(std::span(&step, 1));
+    EXPECT_TRUE(status.ok()) << status.error().message;
+  }
+  return logits;
+}
+
+class CudaEmulatedGate : public ::testing::TestWithParam<GateCase> {};
+
+TEST_P(CudaEmulatedGate, PrefillAndDecodeMatchCpuRef) {
+  const GateCase& c = GetParam();
+  auto file = ModelFile::open(testing::test_models_dir() + "/" + c.model + "." + c.scheme + ".gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto reference = create_backend("cpu-ref", **file);
+  auto cuda = create_backend("cuda", **file);
+  ASSERT_TRUE(reference.ok()) << reference.error().message;
+  ASSERT_TRUE(cuda.ok()) << cuda.error().message;
+  const uint32_t vocab = (*file)->checkpoint().vocab();
+  const std::vector<uint32_t> prompt = testing::random_prompt(20, 7);
+  const std::vector<float> expected = prefill_then_decode(**reference, prompt, vocab);
+  const std::vector<float> actual = prefill_then_decode(**cuda, prompt, vocab);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t row = 0; row < prompt.size(); ++row) {
+    const std::span<const float> want(expected.data() + row * vocab, vocab), got(actual.data() + row * vocab, vocab);
+    EXPECT_EQ(testing::argmax(got), testing::argmax(want)) << "row " << row;
+    EXPECT_LE(testing::nmse(got, want), 1e-4) << "row " << row;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, CudaEmulatedGate,
+                         ::testing::Values(GateCase{"qwen3-tiny", "bf16"}, GateCase{"qwen3-tiny", "q8_0"},
+                                           GateCase{"qwen3-tiny", "affine4_gs32"},
+                                           GateCase{"qwen3-tiny-untied", "bf16"}, GateCase{"qwen3-tiny-untied", "q8_0"},
+                                           GateCase{"qwen3-tiny-untied", "affine4_gs32"}),
+                         [](const ::testing::TestParamInfo<GateCase>& param_info) {
+                           std::string name = param_info.param.model + "_" + param_info.param.scheme;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+TEST(CudaEmulated, WeightsThatDoNotFitAreAClearError) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  setenv("KIPP_CUDA_EMULATOR_MIB", "8", 1);  // the tiny model's embedding alone is 74 MiB
+  auto cuda = create_backend("cuda", **file);
+  unsetenv("KIPP_CUDA_EMULATOR_MIB");
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(cuda.error().message.find("model weights"), std::string::npos) << cuda.error().message;
+  EXPECT_NE(cuda.error().message.find("out of memory"), std::string::npos) << cuda.error().message;
+  EXPECT_TRUE(create_backend("cuda", **file).ok()) << "a failed load leaves nothing behind";
+}
+
+// ---- the emulator itself: barriers, shuffles and the failures it must report ----
+
+void warp_sums(const float* in, float* out) {
+  float value = in[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  __shared__ float per_warp[8];
+  if (threadIdx.x % 32 == 0) per_warp[threadIdx.x / 32] = value;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float total = 0;
+    for (unsigned w = 0; w < blockDim.x / 32; ++w) total += per_warp[w];
+    out[blockIdx.x] = total;
+  }
+}
+
+void half_warp_shuffles(float* out) {
+  if (threadIdx.x % 32 >= 16) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.0f, 1);
+}
+
+TEST(CudaEmulator, ShufflesAndBlockBarriersCombineEveryThread) {
+  constexpr unsigned kBlocks = 5, kThreads = 256;
+  std::vector<float> input(kBlocks * kThreads);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = float(i % 97);
+  std::vector<float> sums(kBlocks);
+  kipp_emu::launch_kernel(&warp_sums, dim3(kBlocks), dim3(kThreads), nullptr, input.data(), sums.data());
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess) << kipp_emu::fault();
+  for (unsigned b = 0; b < kBlocks; ++b) {
+    float expected = 0;
+    for (unsigned t = 0; t < kThreads; ++t) expected += input[b * kThreads + t];
+    EXPECT_EQ(sums[b], expected) << "block " << b;
+  }
+}
+
+TEST(CudaEmulator, AShuffleThatHalfAWarpSkipsIsALaunchFailure) {
+  std::vector<float> out(64);
+  kipp_emu::launch_kernel(&half_warp_shuffles, dim3(1), dim3(64), nullptr, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_NE(std::string(cudaGetErrorString(cudaErrorLaunchFailure)).find("diverge"), std::string::npos)
+      << cudaGetErrorString(cudaErrorLaunchFailure);
+  kipp_emu::clear_fault();
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaEmulator, AGraphReplaysTheArgumentsItCaptured) {
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  std::vector<float> input(32, 1.0f), sums(1, 0.0f);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  kipp_emu::launch_kernel(&warp_sums, dim3(1), dim3(32), stream, input.data(), sums.data());
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaErrorStreamCaptureUnsupported) << "no synchronizing while capturing";
+  cudaGraph_t graph;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  EXPECT_EQ(sums[0], 0.0f) << "captured, not run";
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  input.assign(32, 2.0f);  // the same buffer, new contents: a replay reads them
+  ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(sums[0], 64.0f);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace kipp

@@ -1,0 +1,2 @@
+// The CUDA backend's kernels, compiled as C++ against the emulator (see cuda_runtime.h here).
+#include "backend/cuda/kernels.cu"
