@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -71,6 +72,15 @@ class BackendModel {
   virtual Status eval(std::span<EvalItem> items) = 0;
   // Bytes of weights the backend copied into memory of its own (0 when it reads the mapping).
   virtual uint64_t copied_weight_bytes() const { return 0; }
+  // For a backend with a device of its own (weights and KV there, not in host memory): what it
+  // holds there. Host backends have none.
+  struct DeviceMemory {
+    std::string device;
+    uint64_t held_peak_bytes = 0;  // the most the backend's allocations (weights, KV, scratch) reached
+    uint64_t used_bytes = 0;       // in use on the device now, everyone's (the runtime's context too)
+    uint64_t total_bytes = 0;
+  };
+  virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
   // Sessions created by this model and not yet destroyed.
   virtual uint32_t live_sessions() const = 0;
 };

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -143,8 +144,10 @@ Status run_bench(const BenchArgs& args) {
     }
   }
   const uint64_t kv_bytes = uint64_t(kv_blocks_for(capacity)) * kKvBlockTokens * c.kv_bytes_per_token();
+  const std::optional<BackendModel::DeviceMemory> device = backend->device_memory();
+  // A device backend keeps its weights and KV on the device: host memory is all "other".
   const uint64_t anonymous = anonymous_memory_bytes();
-  const uint64_t accounted = kv_bytes + backend->copied_weight_bytes();
+  const uint64_t accounted = device ? 0 : kv_bytes + backend->copied_weight_bytes();
   other_memory = anonymous > accounted ? anonymous - accounted : 0;
   const uint64_t peak = peak_rss_bytes();
   // Measured last, so that its buffer is not in the peak RSS above.
@@ -164,6 +167,11 @@ Status run_bench(const BenchArgs& args) {
                           {"memory_beyond_weights_and_kv_bytes", other_memory},
                           {"read_bandwidth_gb_per_s", bandwidth}, {"weight_bytes_per_token", bytes_per_token},
                           {"decode_roofline_tokens_per_second", roofline}};
+    if (device)
+      out["device_memory"] = {{"device", device->device},
+                              {"held_peak_bytes", device->held_peak_bytes},
+                              {"used_bytes", device->used_bytes},
+                              {"total_bytes", device->total_bytes}};
     if (args.depth > 0) {
       out["decode_at_depth_tokens_per_second"] = summary_json(deep_decodes);
       out["depth_fill_tokens_per_second"] = depth_fill;
@@ -181,11 +189,21 @@ Status run_bench(const BenchArgs& args) {
     std::printf("decode   at %-5u    %s   (context filled at %.1f tok/s)\n", args.depth,
                 format(summarize(deep_decodes), "tok/s").c_str(), depth_fill);
   std::printf("peak RSS             %9.1f MiB (weights included)\n", double(peak) / (1 << 20));
-  std::printf("packed weights       %9.1f MiB (copied at load; their mapped pages released)\n",
-              double(backend->copied_weight_bytes()) / (1 << 20));
-  std::printf("KV cache             %9.1f MiB (%u positions)\n", double(kv_bytes) / (1 << 20), capacity);
-  std::printf("other memory         %9.1f MiB (scratch, tables, stacks: anonymous memory less KV and weights)\n",
-              double(other_memory) / (1 << 20));
+  std::printf("%s       %9.1f MiB (copied %s at load; their mapped pages released)\n",
+              device ? "device weights" : "packed weights", double(backend->copied_weight_bytes()) / (1 << 20),
+              device ? "to the device" : "and packed");
+  std::printf("KV cache             %9.1f MiB (%u positions%s)\n", double(kv_bytes) / (1 << 20), capacity,
+              device ? ", on the device" : "");
+  if (device) {
+    std::printf("device memory        %9.1f MiB (the most the backend held: weights, KV, activations)\n",
+                double(device->held_peak_bytes) / (1 << 20));
+    std::printf("device in use        %9.1f MiB of %.1f MiB on %s (everyone's, the runtime's included)\n",
+                double(device->used_bytes) / (1 << 20), double(device->total_bytes) / (1 << 20),
+                device->device.c_str());
+  }
+  std::printf("other memory         %9.1f MiB (%s)\n", double(other_memory) / (1 << 20),
+              device ? "host: scratch, tables, stacks; anonymous memory"
+                     : "scratch, tables, stacks: anonymous memory less KV and weights");
   std::printf("read bandwidth       %9.2f GB/s (streaming read, 4 streams x %u threads, median of 5)\n", bandwidth,
               threads);
   std::printf("decode roofline      %9.2f tok/s (bandwidth / %.1f MiB of weights per token)", roofline,

@@ -81,6 +81,15 @@ class Model final : public BackendModel {
     return "cuda (" + device_name_ + ", " + std::to_string(copied_bytes_ >> 20) + " MiB of weights)";
   }
   uint64_t copied_weight_bytes() const override { return copied_bytes_; }
+  std::optional<DeviceMemory> device_memory() const override {
+    DeviceMemory memory{device_name_, device_bytes().peak};
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+      memory.used_bytes = total_bytes - free_bytes;
+      memory.total_bytes = total_bytes;
+    }
+    return memory;
+  }
   uint32_t live_sessions() const override { return uint32_t(token_.use_count() - 1); }
 
   Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {

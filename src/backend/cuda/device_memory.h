@@ -5,7 +5,9 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -16,6 +18,21 @@ namespace kipp::cuda {
 inline Status check(cudaError_t code, const char* what) {
   if (code == cudaSuccess) return {};
   return fail("CUDA: ", what, ": ", cudaGetErrorString(code));
+}
+
+// Bytes held in DeviceBuffers now, and the most they have reached, process-wide (one GPU).
+struct DeviceBytes {
+  std::atomic<uint64_t> held{0}, peak{0};
+  void add(uint64_t bytes) {
+    const uint64_t now = held += bytes;
+    for (uint64_t seen = peak; now > seen && !peak.compare_exchange_weak(seen, now);) {
+    }
+  }
+  void remove(uint64_t bytes) { held -= bytes; }
+};
+inline DeviceBytes& device_bytes() {
+  static DeviceBytes counter;
+  return counter;
 }
 
 // A device allocation of `bytes`, freed with its owner.
@@ -31,7 +48,9 @@ class DeviceBuffer {
     return *this;
   }
   ~DeviceBuffer() {
-    if (data_) cudaFree(data_);
+    if (!data_) return;
+    cudaFree(data_);
+    device_bytes().remove(bytes_);
   }
 
   static Result<DeviceBuffer> allocate(size_t bytes, const std::string& what) {
@@ -43,6 +62,7 @@ class DeviceBuffer {
         !ok)
       return ok.error();
     buffer.bytes_ = bytes;
+    device_bytes().add(bytes);
     return Result<DeviceBuffer>(std::move(buffer));
   }
 
