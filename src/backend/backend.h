@@ -81,6 +81,11 @@ class BackendModel {
     uint64_t total_bytes = 0;
   };
   virtual std::optional<DeviceMemory> device_memory() const { return std::nullopt; }
+  // Whether a row's logits are bitwise the same whatever batch it is evaluated in (how many rows,
+  // which other items). The CPU backends are; cuda is not, as it picks its product kernel by batch
+  // size (tensor cores for large batches), and its rows agree within the gates' bounds instead.
+  // Paging is bitwise on every backend: the same batch through any block table gives the same bits.
+  virtual bool batch_invariant() const { return true; }
   // Sessions created by this model and not yet destroyed.
   virtual uint32_t live_sessions() const = 0;
 };

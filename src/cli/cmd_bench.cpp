@@ -25,7 +25,7 @@ namespace {
 
 struct BenchArgs {
   std::string model, backend = "cpu";
-  uint32_t prompt = 512, generate = 128, depth = 0, reps = 3;
+  uint32_t prompt = 512, generate = 128, depth = 0, reps = 3, batch = 1;
   unsigned threads = 0;
   bool json = false;
 };
@@ -57,6 +57,25 @@ class Bench {
     const auto start = Clock::now();
     KIPP_TRY(eval(session, ids));
     return double(ids.size()) / seconds_since(start);
+  }
+
+  // Tokens per second, all sessions together, generating `count` tokens in each of `sessions` at
+  // once: every step is one eval call holding one token of every session (a server's decode step).
+  Result<double> decode_together(std::span<const std::unique_ptr<BackendSession>> sessions, uint32_t count) {
+    const size_t vocab = logits_.size();
+    std::vector<float> logits(sessions.size() * vocab);
+    std::vector<uint32_t> next(sessions.size());
+    std::vector<EvalItem> items(sessions.size());
+    const auto start = Clock::now();
+    for (uint32_t i = 0; i < count; ++i) {
+      for (size_t s = 0; s < sessions.size(); ++s) {
+        const float* row = logits.data() + s * vocab;
+        next[s] = uint32_t(std::max_element(row, row + vocab) - row);
+        items[s] = {sessions[s].get(), std::span(&next[s], 1), sessions[s]->length(), 1, logits.data() + s * vocab, {}};
+      }
+      KIPP_TRY(backend_.eval(items));
+    }
+    return double(count) * double(sessions.size()) / seconds_since(start);
   }
 
   // Tokens per second generating `count` tokens one at a time, each the argmax of the last.
@@ -143,6 +162,23 @@ Status run_bench(const BenchArgs& args) {
       deep_decodes.push_back(decode);
     }
   }
+  std::vector<double> batch_decodes;
+  if (args.batch > 1 && args.generate > 0) {
+    // `batch` sessions, each started from its own first token, then decoded together.
+    std::vector<std::unique_ptr<BackendSession>> sessions;
+    for (uint32_t s = 0; s < args.batch; ++s) {
+      KIPP_ASSIGN(std::unique_ptr<BackendSession> one, backend->create_session(1 + args.generate));
+      sessions.push_back(std::move(one));
+    }
+    for (uint32_t rep = 0; rep < args.reps; ++rep) {
+      for (uint32_t s = 0; s < args.batch; ++s) {
+        sessions[s]->reset();
+        KIPP_TRY(bench.prefill(*sessions[s], std::span(prompt).subspan(s % args.prompt, 1)));
+      }
+      KIPP_ASSIGN(double decode, bench.decode_together(sessions, args.generate));
+      batch_decodes.push_back(decode);
+    }
+  }
   const uint64_t kv_bytes = uint64_t(kv_blocks_for(capacity)) * kKvBlockTokens * c.kv_bytes_per_token();
   const std::optional<BackendModel::DeviceMemory> device = backend->device_memory();
   // A device backend keeps its weights and KV on the device: host memory is all "other".
@@ -167,6 +203,10 @@ Status run_bench(const BenchArgs& args) {
                           {"memory_beyond_weights_and_kv_bytes", other_memory},
                           {"read_bandwidth_gb_per_s", bandwidth}, {"weight_bytes_per_token", bytes_per_token},
                           {"decode_roofline_tokens_per_second", roofline}};
+    if (!batch_decodes.empty()) {
+      out["batch"] = args.batch;
+      out["batch_decode_tokens_per_second"] = summary_json(batch_decodes);
+    }
     if (device)
       out["device_memory"] = {{"device", device->device},
                               {"held_peak_bytes", device->held_peak_bytes},
@@ -185,6 +225,9 @@ Status run_bench(const BenchArgs& args) {
   std::printf("prefill  p=%-5u     %s\n", args.prompt, format(summarize(prefills), "tok/s").c_str());
   if (!decodes.empty())
     std::printf("decode   n=%-5u     %s\n", args.generate, format(summarize(decodes), "tok/s").c_str());
+  if (!batch_decodes.empty())
+    std::printf("decode   %u together %s   (all sequences together)\n", args.batch,
+                format(summarize(batch_decodes), "tok/s").c_str());
   if (!deep_decodes.empty())
     std::printf("decode   at %-5u    %s   (context filled at %.1f tok/s)\n", args.depth,
                 format(summarize(deep_decodes), "tok/s").c_str(), depth_fill);
@@ -222,9 +265,11 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("-p,--prompt", args->prompt, "Prompt tokens for prefill (default 512)");
   sub->add_option("-n,--generate", args->generate, "Tokens to decode (default 128)");
   sub->add_option("--depth", args->depth, "Also decode after this many cached tokens (default 0: skip)");
+  sub->add_option("--batch", args->batch,
+                  "Also decode this many sequences together, one eval per step (default 1: skip)");
   sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
   sub->add_option("--reps", args->reps, "Runs per figure (default 3)");
-  sub->add_option("--backend", args->backend, "cpu (default) or cpu-ref");
+  sub->add_option("--backend", args->backend, "A backend this build has (default cpu; see kipp generate --help)");
   sub->add_flag("--json", args->json, "Machine-readable output with every sample");
   return {sub, [args] {
             if (auto done = run_bench(*args); !done) return report(done.error());

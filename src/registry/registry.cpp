@@ -39,6 +39,11 @@ constexpr Checkpoint kCheckpoints[] = {
      Variant::base, 3, 256, 768, 16, 4096, 1e6f, false, true},
     {"kipp-test/qwen3-0.6b-shape", "kipp-test/qwen3-0.6b-shape", "0000000000000000000000000000000000000003",
      Variant::instruct, 28, 1024, 3072, 16, 40960, 1e6f, true, true},
+    // The 4B and 8B shapes, for the GPU benchmarks (random weights; about 8 and 16 GB of BF16).
+    {"kipp-test/qwen3-4b-shape", "kipp-test/qwen3-4b-shape", "0000000000000000000000000000000000000004",
+     Variant::instruct, 36, 2560, 9728, 32, 40960, 1e6f, true, true},
+    {"kipp-test/qwen3-8b-shape", "kipp-test/qwen3-8b-shape", "0000000000000000000000000000000000000005",
+     Variant::instruct, 36, 4096, 12288, 32, 40960, 1e6f, false, true},
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ class Registry(unittest.TestCase):
         run = kipp("registry", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         entries = json.loads(run.stdout)["checkpoints"]
-        self.assertEqual(len(entries), 16)
+        self.assertEqual(len(entries), 18)
         fields = {"id", "repository", "revision", "variant", "layers", "hidden", "ffn", "q_heads", "kv_heads",
                   "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
                   "attention_width", "eos_id", "tensor_count", "parameter_count", "kv_bytes_per_token"}
@@ -39,7 +39,7 @@ class Registry(unittest.TestCase):
         run = kipp("registry")
         self.assertEqual(run.returncode, 0)
         rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
-        self.assertEqual(len(rows), 16)
+        self.assertEqual(len(rows), 18)
         self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
 
 
@@ -126,13 +126,15 @@ class Logits(unittest.TestCase):
 class Bench(unittest.TestCase):
     def test_json_reports_every_figure_with_its_spread(self):
         model = os.path.join(ARGS.models, "qwen3-tiny.q8_0.gguf")
-        run = kipp("bench", "--model", model, "-p", "40", "-n", "4", "--depth", "64", "--reps", "3", "--json")
+        run = kipp("bench", "--model", model, "-p", "40", "-n", "4", "--depth", "64", "--reps", "3", "--batch", "3",
+                   "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         report = json.loads(run.stdout)
         self.assertEqual(report["checkpoint"], "kipp-test/qwen3-tiny")
         self.assertTrue(report["backend"].startswith("cpu ("), report["backend"])
+        self.assertEqual(report["batch"], 3)
         for figure in ("load_seconds", "prefill_tokens_per_second", "decode_tokens_per_second",
-                       "decode_at_depth_tokens_per_second"):
+                       "decode_at_depth_tokens_per_second", "batch_decode_tokens_per_second"):
             summary = report[figure]
             self.assertEqual(len(summary["samples"]), 3, figure)
             self.assertTrue(0 < summary["min"] <= summary["median"] <= summary["max"], (figure, summary))

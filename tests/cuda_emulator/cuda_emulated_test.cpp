@@ -86,6 +86,43 @@ TEST(CudaEmulated, WeightsThatDoNotFitAreAClearError) {
   EXPECT_TRUE(create_backend("cuda", **file).ok()) << "a failed load leaves nothing behind";
 }
 
+// Decode steps replay a graph captured per batch size; the logits are the kernels' own, bitwise.
+TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const uint32_t vocab = (*file)->checkpoint().vocab();
+  const std::vector<uint32_t> a = testing::random_prompt(40, 3), b = testing::random_prompt(40, 4);
+  // Two sessions: a prefill each, then decode steps of one and of both (batch sizes 1 and 2),
+  // across a 32-position block boundary.
+  auto run = [&](bool graphs) {
+    if (!graphs) setenv("KIPP_CUDA_GRAPHS", "0", 1);
+    auto cuda = create_backend("cuda", **file);
+    unsetenv("KIPP_CUDA_GRAPHS");
+    std::vector<float> logits;
+    if (!cuda.ok()) return logits;
+    auto s1 = (*cuda)->create_session(64), s2 = (*cuda)->create_session(64);
+    std::vector<float> row(2 * vocab);
+    EvalItem prefill[2] = {{s1->get(), std::span(a).first(28), 0, 1, row.data(), {}},
+                           {s2->get(), std::span(b).first(30), 0, 1, row.data() + vocab, {}}};
+    EXPECT_TRUE((*cuda)->eval(prefill).ok());
+    logits.insert(logits.end(), row.begin(), row.end());
+    for (uint32_t p = 28; p < 36; ++p) {
+      std::vector<EvalItem> step = {{s1->get(), std::span(a).subspan(p, 1), p, 1, row.data(), {}}};
+      if (p >= 30) step.push_back({s2->get(), std::span(b).subspan(p, 1), p, 1, row.data() + vocab, {}});
+      EXPECT_TRUE((*cuda)->eval(step).ok());
+      logits.insert(logits.end(), row.begin(), row.begin() + step.size() * vocab);
+    }
+    return logits;
+  };
+  const uint64_t before = kipp_emu::graph_launches();
+  const std::vector<float> plain = run(false);
+  EXPECT_EQ(kipp_emu::graph_launches(), before) << "KIPP_CUDA_GRAPHS=0 launches kernel by kernel";
+  const std::vector<float> replayed = run(true);
+  EXPECT_EQ(kipp_emu::graph_launches() - before, 8u) << "every decode step is a graph replay";
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(replayed, plain);
+}
+
 // ---- the emulator itself: barriers, shuffles and the failures it must report ----
 
 void warp_sums(const float* in, float* out) {

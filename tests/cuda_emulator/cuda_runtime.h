@@ -116,6 +116,9 @@ void sync_warp(unsigned mask);
 // The value `lane` of this warp passed to the same shuffle (kinds: xor, down, up, index).
 enum class Shuffle { xor_lanes, down, up, index };
 uint64_t shuffle(unsigned mask, uint64_t value, Shuffle kind, int operand);
+// A warp-wide operation (the tensor-core ones): once every lane of the warp has called it with
+// its own `mine`, `combine` runs once with all 32, before any lane goes on.
+void warp_collective(void (*combine)(void* const* lanes), void* mine);
 
 // Runs `thread_body` once per thread of the grid (blocks spread over a few host threads), or,
 // while `stream` is being captured, records it into the stream's graph.
@@ -127,6 +130,9 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_
   auto arguments = std::make_shared<std::tuple<std::decay_t<Params>...>>(std::forward<Args>(args)...);
   run_grid(grid, block, stream, [kernel, arguments] { std::apply(kernel, *arguments); });
 }
+
+// Graphs replayed so far, so that a test can tell that a code path replays one.
+uint64_t graph_launches();
 
 // The first launch failure since the start (or clear_fault), for tests of the emulator itself.
 std::string fault();

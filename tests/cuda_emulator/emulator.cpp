@@ -104,6 +104,7 @@ struct Lane {
   unsigned mask = 0;
   int operand = 0;
   uint64_t deposit = 0, result = 0;
+  void (*combine)(void* const* lanes) = nullptr;  // set for a warp_collective
 #if defined(__x86_64__)
   void* sp = nullptr;
 #else
@@ -155,8 +156,10 @@ class Worker {
     yield();
   }
 
-  void wait_warp(bool shuffling, unsigned mask, Shuffle kind, int operand, uint64_t deposit) {
+  void wait_warp(bool shuffling, unsigned mask, Shuffle kind, int operand, uint64_t deposit,
+                 void (*combine)(void* const*) = nullptr) {
     Lane& lane = *current_;
+    lane.combine = combine;
     lane.wait = Wait::warp;
     lane.shuffling = shuffling;
     lane.kind = kind;
@@ -278,10 +281,18 @@ class Worker {
     const Lane& lead = lanes_[first];
     for (unsigned t = first; t < end; ++t) {
       const Lane& lane = lanes_[t];
-      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling || lane.kind != lead.kind) {
+      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling || lane.kind != lead.kind ||
+          lane.combine != lead.combine) {
         report_fault("lanes of " + where() + " meet at different warp-level operations or with a partial mask");
         return false;
       }
+    }
+    if (lead.combine) {
+      void* mine[kWarp] = {};
+      for (unsigned t = first; t < end; ++t) mine[t - first] = reinterpret_cast<void*>(lanes_[t].deposit);
+      lead.combine(mine);
+      for (unsigned t = first; t < end; ++t) lanes_[t].wait = Wait::none;
+      return true;
     }
     for (unsigned t = first; t < end; ++t) {
       Lane& lane = lanes_[t];
@@ -420,6 +431,8 @@ size_t memory_limit() {
   return (env ? size_t(std::strtoull(env, nullptr, 10)) : size_t(16384)) << 20;
 }
 
+std::atomic<uint64_t> graph_launch_count{0};
+
 cudaError_t sticky() { return faulted ? cudaErrorLaunchFailure : cudaSuccess; }
 
 // Runs `operation` now, or records it when `stream` is capturing.
@@ -440,6 +453,10 @@ const BlockIndex& this_block() { return this_worker->block_index(); }
 
 void sync_threads() { this_worker->wait_block(); }
 void sync_warp(unsigned mask) { this_worker->wait_warp(false, mask, Shuffle::xor_lanes, 0, 0); }
+void warp_collective(void (*combine)(void* const* lanes), void* mine) {
+  this_worker->wait_warp(true, 0xffffffffu, Shuffle::index, 0, reinterpret_cast<uint64_t>(mine), combine);
+}
+
 uint64_t shuffle(unsigned mask, uint64_t value, Shuffle kind, int operand) {
   this_worker->wait_warp(true, mask, kind, operand, value);
   return this_worker->result();
@@ -448,6 +465,8 @@ uint64_t shuffle(unsigned mask, uint64_t value, Shuffle kind, int operand) {
 void run_grid(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> thread_body) {
   on_stream(stream, [grid, block, body = std::move(thread_body)] { execute_grid(grid, block, body); });
 }
+
+uint64_t graph_launches() { return graph_launch_count; }
 
 std::string fault() {
   std::lock_guard lock(fault_mutex);
@@ -591,6 +610,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (stream && stream->capture) return cudaErrorStreamCaptureUnsupported;
+  ++kipp_emu::graph_launch_count;
   for (const auto& operation : exec->operations) {
     if (faulted) break;
     operation();

@@ -10,7 +10,7 @@
 namespace kipp {
 namespace {
 
-TEST(Registry, HoldsThirteenPinnedCheckpointsAndThreeTestEntries) {
+TEST(Registry, HoldsThirteenPinnedCheckpointsAndFiveTestEntries) {
   int real = 0, synthetic = 0;
   std::set<std::string_view> ids;
   for (const Checkpoint& c : all_checkpoints()) {
@@ -20,7 +20,7 @@ TEST(Registry, HoldsThirteenPinnedCheckpointsAndThreeTestEntries) {
     EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
   }
   EXPECT_EQ(real, 13);
-  EXPECT_EQ(synthetic, 3);
+  EXPECT_EQ(synthetic, 5);  // tiny, tiny-untied, and the 0.6B, 4B and 8B shapes
   EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
 }
 
@@ -40,6 +40,11 @@ TEST(Registry, DerivedFiguresMatchTheSeedContract) {
   EXPECT_EQ(find_checkpoint("qwen3-32b")->kv_bytes_per_token(), 262144u);
   // ANCHORS.md: the 0.6B shape has 596,049,920 parameters.
   EXPECT_EQ(find_checkpoint("kipp-test/qwen3-0.6b-shape")->parameter_count(), 596049920u);
+  // The GPU benchmarks' shapes have their real models' parameter counts.
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-4b-shape")->parameter_count(),
+            find_checkpoint("qwen3-4b")->parameter_count());
+  EXPECT_EQ(find_checkpoint("kipp-test/qwen3-8b-shape")->parameter_count(),
+            find_checkpoint("qwen3-8b")->parameter_count());
   // Tensor count = 2 + 11 * layers (+1 untied).
   EXPECT_EQ(find_checkpoint("qwen3-0.6b")->tensor_count(), 310u);
   EXPECT_EQ(find_checkpoint("qwen3-8b")->tensor_count(), 2u + 11u * 36u + 1u);

@@ -5,6 +5,8 @@
 // the requested FP32 logit rows come back to the host.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "backend/backend.h"
 #include "backend/cuda/batch_layout.h"
+#include "backend/cuda/device_graph.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
 #include "backend/eval_checks.h"
@@ -36,6 +39,33 @@ Result<std::shared_ptr<DeviceKvStore>> allocate_store(const Checkpoint& c, uint3
   KIPP_ASSIGN(store->v, DeviceBuffer::allocate(bytes, what));
   store->blocks = blocks;
   return store;
+}
+
+// The batch's integers in one array, laid out so that every offset depends only on the batch's
+// shape (rows, items, logit rows): the block tables, whose length grows with the context, last.
+struct BatchInts {
+  struct Offsets {
+    size_t ids, positions, row_item, table_offset, logit_rows, tables;
+  };
+  static Offsets offsets(uint32_t rows, uint32_t items, uint32_t logit_rows) {
+    const size_t r = rows;
+    return {0, r, 2 * r, 3 * r, 3 * r + items, 3 * r + items + logit_rows};
+  }
+  static size_t fixed(uint32_t rows, uint32_t items, uint32_t logit_rows) {
+    return offsets(rows, items, logit_rows).tables;
+  }
+
+  explicit BatchInts(const BatchLayout& batch) {
+    for (const std::vector<int32_t>* part : {&batch.token_ids, &batch.positions, &batch.row_item,
+                                             &batch.table_offset, &batch.logit_rows, &batch.block_tables})
+      values.insert(values.end(), part->begin(), part->end());
+  }
+  std::vector<int32_t> values;
+};
+
+bool env_is(const char* name, const char* value) {
+  const char* set = std::getenv(name);
+  return set && std::strcmp(set, value) == 0;
 }
 
 class Session final : public PositionedSession {
@@ -90,6 +120,7 @@ class Model final : public BackendModel {
     }
     return memory;
   }
+  bool batch_invariant() const override { return false; }
   uint32_t live_sessions() const override { return uint32_t(token_.use_count() - 1); }
 
   Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
@@ -159,22 +190,31 @@ class Model final : public BackendModel {
     return {};
   }
 
-  // Activation buffers for `rows` batch rows and `logit_rows` rows of logits.
-  Status reserve(uint32_t rows, uint32_t logit_rows, size_t int_bytes, uint32_t items) {
+  // Activation buffers for `rows` batch rows and `logit_rows` rows of logits. A buffer that grows
+  // moves, so the captured graphs that point into it are dropped.
+  Status reserve(uint32_t rows, uint32_t logit_rows, size_t ints, uint32_t items) {
     const size_t f = sizeof(float);
-    KIPP_TRY(a_.x.reserve(size_t(rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(a_.x_norm.reserve(size_t(rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(a_.projected.reserve(size_t(rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(a_.q.reserve(size_t(rows) * c_.attention_width() * f, "activations"));
-    KIPP_TRY(a_.attention.reserve(size_t(rows) * c_.attention_width() * f, "activations"));
-    KIPP_TRY(a_.k.reserve(size_t(rows) * c_.kv_width() * f, "activations"));
-    KIPP_TRY(a_.v.reserve(size_t(rows) * c_.kv_width() * f, "activations"));
-    KIPP_TRY(a_.gate.reserve(size_t(rows) * c_.ffn * f, "activations"));
-    KIPP_TRY(a_.up.reserve(size_t(rows) * c_.ffn * f, "activations"));
-    KIPP_TRY(a_.ints.reserve(int_bytes, "batch layout"));
-    KIPP_TRY(a_.stores.reserve(items * sizeof(KvStoreView), "batch layout"));
-    KIPP_TRY(a_.final_rows.reserve(size_t(logit_rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(a_.logits.reserve(size_t(logit_rows) * c_.vocab() * f, "logits"));
+    auto grow = [this](DeviceBuffer& buffer, size_t bytes, const char* what) -> Status {
+      if (bytes <= buffer.bytes()) return {};
+      decode_graphs_.clear();
+      return buffer.reserve(bytes, what);
+    };
+    KIPP_TRY(grow(a_.x, size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(grow(a_.x_norm, size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(grow(a_.projected, size_t(rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(grow(a_.q, size_t(rows) * c_.attention_width() * f, "activations"));
+    KIPP_TRY(grow(a_.attention, size_t(rows) * c_.attention_width() * f, "activations"));
+    KIPP_TRY(grow(a_.k, size_t(rows) * c_.kv_width() * f, "activations"));
+    KIPP_TRY(grow(a_.v, size_t(rows) * c_.kv_width() * f, "activations"));
+    KIPP_TRY(grow(a_.gate, size_t(rows) * c_.ffn * f, "activations"));
+    KIPP_TRY(grow(a_.up, size_t(rows) * c_.ffn * f, "activations"));
+    // Room for every item's whole block table, so that a growing context does not move it.
+    const size_t table_room = size_t(items) * kv_blocks_for(c_.context);
+    KIPP_TRY(grow(a_.ints, std::max(ints, BatchInts::fixed(rows, items, logit_rows) + table_room) * sizeof(int32_t),
+                  "batch layout"));
+    KIPP_TRY(grow(a_.stores, items * sizeof(KvStoreView), "batch layout"));
+    KIPP_TRY(grow(a_.final_rows, size_t(logit_rows) * c_.hidden * f, "activations"));
+    KIPP_TRY(grow(a_.logits, size_t(logit_rows) * c_.vocab() * f, "logits"));
     const size_t host_bytes = size_t(logit_rows) * c_.vocab() * f;
     if (host_bytes > pinned_bytes_) {
       if (pinned_logits_) cudaFreeHost(pinned_logits_);
@@ -187,32 +227,53 @@ class Model final : public BackendModel {
 
   Status forward(std::span<EvalItem> items, const BatchLayout& batch) {
     const uint32_t rows = batch.rows(), logit_rows = uint32_t(batch.logit_rows.size());
-    // One upload of every integer the kernels need, one of the per-item stores.
-    std::vector<int32_t> ints;
-    auto append = [&ints](const std::vector<int32_t>& part) {
-      const size_t at = ints.size();
-      ints.insert(ints.end(), part.begin(), part.end());
-      return at;
-    };
-    const size_t ids_at = append(batch.token_ids), positions_at = append(batch.positions),
-                 items_at = append(batch.row_item), offsets_at = append(batch.table_offset),
-                 tables_at = append(batch.block_tables), logit_rows_at = append(batch.logit_rows);
+    const BatchInts ints(batch);
     std::vector<KvStoreView> stores;
     for (const EvalItem& item : items) stores.push_back(static_cast<Session*>(item.session)->view());
-    KIPP_TRY(reserve(rows, logit_rows, ints.size() * sizeof(int32_t), uint32_t(items.size())));
-    int32_t* d_ints = a_.ints.as<int32_t>();
-    KIPP_TRY(check(cudaMemcpyAsync(d_ints, ints.data(), ints.size() * sizeof(int32_t), cudaMemcpyHostToDevice, stream_),
+    KIPP_TRY(reserve(rows, logit_rows, ints.values.size(), uint32_t(items.size())));
+    // One upload of every integer the kernels need, one of the per-item stores.
+    KIPP_TRY(check(cudaMemcpyAsync(a_.ints.as<void>(), ints.values.data(), ints.values.size() * sizeof(int32_t),
+                                   cudaMemcpyHostToDevice, stream_),
                    "copying the batch layout"));
     KIPP_TRY(check(cudaMemcpyAsync(a_.stores.as<void>(), stores.data(), stores.size() * sizeof(KvStoreView),
                                    cudaMemcpyHostToDevice, stream_),
                    "copying the batch layout"));
+    // A decode step (one token and one logit row per item) replays the graph captured for its
+    // batch size; anything else is launched kernel by kernel.
+    const bool decode_step = logit_rows == rows && rows == items.size();
+    if (decode_step && graphs_enabled_) {
+      auto found = decode_graphs_.find(rows);
+      if (found == decode_graphs_.end()) {
+        KIPP_ASSIGN(DeviceGraph graph,
+                    DeviceGraph::capture(stream_, [&] { launch_forward(rows, logit_rows, uint32_t(items.size())); }));
+        found = decode_graphs_.emplace(rows, std::move(graph)).first;
+      }
+      KIPP_TRY(found->second.launch(stream_));
+    } else {
+      launch_forward(rows, logit_rows, uint32_t(items.size()));
+    }
+    if (logit_rows == 0) return check(cudaStreamSynchronize(stream_), "evaluating the batch");
+    const size_t row_bytes = size_t(c_.vocab()) * sizeof(float);
+    KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes,
+                                   cudaMemcpyDeviceToHost, stream_),
+                   "copying logits back"));
+    KIPP_TRY(check(cudaStreamSynchronize(stream_), "evaluating the batch"));
+    for (uint32_t r = 0; r < logit_rows; ++r)
+      std::memcpy(batch.logit_targets[r], static_cast<const char*>(pinned_logits_) + r * row_bytes, row_bytes);
+    return {};
+  }
 
+  // The forward pass as kernels on the stream, reading the uploaded batch: every argument depends
+  // only on the batch's shape, so a captured graph of it serves every step of that shape.
+  void launch_forward(uint32_t rows, uint32_t logit_rows, uint32_t items) {
+    const int32_t* d_ints = a_.ints.as<const int32_t>();
+    const BatchInts::Offsets at = BatchInts::offsets(rows, items, logit_rows);
     float* x = a_.x.as<float>();
     float* x_norm = a_.x_norm.as<float>();
     float* projected = a_.projected.as<float>();
     const float eps = c_.rms_norm_eps();
-    embed_rows(reinterpret_cast<const uint16_t*>(embedding_.data), d_ints + ids_at, rows, c_.hidden, x, stream_);
-    PagedKv kv{d_ints + positions_at, d_ints + items_at, d_ints + offsets_at, d_ints + tables_at,
+    embed_rows(reinterpret_cast<const uint16_t*>(embedding_.data), d_ints + at.ids, rows, c_.hidden, x, stream_);
+    PagedKv kv{d_ints + at.positions, d_ints + at.row_item, d_ints + at.table_offset, d_ints + at.tables,
                a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
     for (uint32_t l = 0; l < layers_.size(); ++l) {
       const DeviceLayer& layer = layers_[l];
@@ -238,20 +299,12 @@ class Model final : public BackendModel {
       matmul(layer.ffn_down, a_.gate.as<float>(), rows, projected, stream_);
       add_in_place(x, projected, size_t(rows) * c_.hidden, stream_);
     }
-    if (logit_rows == 0) return check(cudaStreamSynchronize(stream_), "evaluating the batch");
+    if (logit_rows == 0) return;
     // Logits only for the rows that want them.
-    gather_rows(x, d_ints + logit_rows_at, logit_rows, c_.hidden, a_.final_rows.as<float>(), stream_);
+    gather_rows(x, d_ints + at.logit_rows, logit_rows, c_.hidden, a_.final_rows.as<float>(), stream_);
     rms_norm(a_.final_rows.as<float>(), as_f32(output_norm_), logit_rows, c_.hidden, eps, a_.final_rows.as<float>(),
              stream_);
     matmul(lm_head_, a_.final_rows.as<float>(), logit_rows, a_.logits.as<float>(), stream_);
-    const size_t row_bytes = size_t(c_.vocab()) * sizeof(float);
-    KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes,
-                                   cudaMemcpyDeviceToHost, stream_),
-                   "copying logits back"));
-    KIPP_TRY(check(cudaStreamSynchronize(stream_), "evaluating the batch"));
-    for (uint32_t r = 0; r < logit_rows; ++r)
-      std::memcpy(batch.logit_targets[r], static_cast<const char*>(pinned_logits_) + r * row_bytes, row_bytes);
-    return {};
   }
 
   static const float* as_f32(const DeviceWeight& w) { return reinterpret_cast<const float*>(w.data); }
@@ -274,6 +327,9 @@ class Model final : public BackendModel {
   void* pinned_logits_ = nullptr;
   size_t pinned_bytes_ = 0;
   std::shared_ptr<DeviceKvStore> pool_;
+  // Captured decode steps by batch size (KIPP_CUDA_GRAPHS=0 launches every kernel instead).
+  std::map<uint32_t, DeviceGraph> decode_graphs_;
+  bool graphs_enabled_ = !env_is("KIPP_CUDA_GRAPHS", "0");
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
 };
 

@@ -2,6 +2,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <mma.h>
 
 #include "backend/cuda/launch.cuh"
 
@@ -12,6 +13,15 @@ constexpr uint32_t kWarp = 32;
 constexpr uint32_t kBlockValues = 32;    // weights per quantization block
 constexpr uint32_t kMatmulTokens = 8;    // batch rows a warp carries per pass over a weight row (warp_sum_8)
 constexpr uint32_t kWarpsPerBlock = 8;
+// The tensor-core product: batches of at least kTensorRows rows, in tiles of 64 rows x 64
+// features, 32 columns (one quantization block) staged at a time, by 4 warps.
+constexpr uint32_t kTensorRows = 32;
+constexpr uint32_t kTile = 64;
+constexpr uint32_t kTileDepth = 32;
+constexpr uint32_t kTileStride = kTileDepth + 4;  // keeps the fragment loads off one bank
+constexpr uint32_t kTileWarps = 4;
+
+namespace wmma = nvcuda::wmma;
 
 __device__ float bf16_value(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
 
@@ -122,6 +132,70 @@ __global__ void matmul_kernel(DeviceWeight w, const float* x, uint32_t rows, flo
   if ((lane & 3) == 0 && t < count) y[uint64_t(first + t) * w.rows + feature] = total;
 }
 
+// Splits each element of `big` into a TF32 value (kept in `big`) and the TF32 rounding of what
+// that leaves (in `small`): big + small carries about 21 of FP32's 24 mantissa bits.
+template <class Fragment>
+__device__ void split_tf32(Fragment& big, Fragment& small) {
+#pragma unroll
+  for (int i = 0; i < big.num_elements; ++i) {
+    const float value = big.x[i];
+    big.x[i] = wmma::__float_to_tf32(value);
+    small.x[i] = wmma::__float_to_tf32(value - big.x[i]);
+  }
+}
+
+// y[r] = W x[r] on the tensor cores (sm_80 and later), for batches of many rows. 3xTF32 keeps FP32
+// accuracy: with x = xb + xs and w = wb + ws split as above, the sum of xs·wb, xb·ws and xb·wb
+// (xs·ws is below FP32's rounding) is accumulated in FP32. A block of 4 warps computes 64 rows x
+// 64 features: each pass stages 32 columns of both (weights widened to FP32) in shared memory,
+// and warp w owns rows 16w..16w+15, four 16x16 accumulators across the features.
+__global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t rows, float* y) {
+  alignas(32) __shared__ float x_tile[kTile * kTileStride];
+  alignas(32) __shared__ float w_tile[kTile * kTileStride];
+  alignas(32) __shared__ float out_tile[kTileWarps * 16 * 16];  // one accumulator per warp at a time
+  const uint32_t warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const uint32_t first_row = blockIdx.y * kTile, first_feature = blockIdx.x * kTile;
+  wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[kTile / 16];
+  for (auto& f : acc) wmma::fill_fragment(f, 0.0f);
+  const uint32_t blocks = w.cols / kTileDepth;
+  for (uint32_t block = 0; block < blocks; ++block) {
+    for (uint32_t i = threadIdx.x; i < kTile * kTileDepth; i += blockDim.x) {
+      const uint32_t r = i / kTileDepth, c = i % kTileDepth;
+      const uint32_t row = first_row + r, feature = first_feature + r;
+      x_tile[r * kTileStride + c] = row < rows ? x[uint64_t(row) * w.cols + block * kTileDepth + c] : 0.0f;
+      w_tile[r * kTileStride + c] = feature < w.rows ? weight_at(w, feature, block, c) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (uint32_t k = 0; k < kTileDepth; k += 8) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> x_big, x_small;
+      wmma::load_matrix_sync(x_big, x_tile + warp * 16 * kTileStride + k, kTileStride);
+      split_tf32(x_big, x_small);
+#pragma unroll
+      for (uint32_t n = 0; n < kTile / 16; ++n) {
+        // Column-major 8x16: element (k, n) is feature n's weight k, as w_tile holds them.
+        wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::col_major> w_big, w_small;
+        wmma::load_matrix_sync(w_big, w_tile + n * 16 * kTileStride + k, kTileStride);
+        split_tf32(w_big, w_small);
+        wmma::mma_sync(acc[n], x_small, w_big, acc[n]);
+        wmma::mma_sync(acc[n], x_big, w_small, acc[n]);
+        wmma::mma_sync(acc[n], x_big, w_big, acc[n]);
+      }
+    }
+    __syncthreads();
+  }
+  float* out = out_tile + warp * 16 * 16;
+  for (uint32_t n = 0; n < kTile / 16; ++n) {
+    wmma::store_matrix_sync(out, acc[n], 16, wmma::mem_row_major);
+    __syncwarp();
+    for (uint32_t i = lane; i < 16 * 16; i += kWarp) {
+      const uint32_t row = first_row + warp * 16 + i / 16, feature = first_feature + n * 16 + i % 16;
+      if (row < rows && feature < w.rows) y[uint64_t(row) * w.rows + feature] = out[i];
+    }
+    __syncwarp();
+  }
+}
+
 // One warp per head of a row; head_dim is 128 (4 values per lane).
 __global__ void norm_rope_kernel(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim,
                                  const float* weight, float eps, const int32_t* positions, float theta) {
@@ -228,6 +302,11 @@ void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width
 }
 
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s) {
+  if (rows >= kTensorRows) {
+    const dim3 grid(blocks_for(w.rows, kTile), blocks_for(rows, kTile));
+    launch(matmul_tensor_kernel, grid, kTileWarps * kWarp, s, w, x, rows, y);
+    return;
+  }
   const dim3 grid(blocks_for(uint64_t(w.rows) * kWarp, kWarpsPerBlock * kWarp), blocks_for(rows, kMatmulTokens));
   launch(matmul_kernel, grid, kWarpsPerBlock * kWarp, s, w, x, rows, y);
 }

@@ -48,7 +48,8 @@ void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t w
 // out = x / rms(x) * weight, per row of `width`; out may be x.
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s);
-// y[r] = W x[r] for every row r of x: each output element one FP32 sum over the columns.
+// y[r] = W x[r] for every row r of x, each output element an FP32 sum over the columns: a warp per
+// feature and 8 rows for small batches, the tensor cores (3xTF32, FP32-accurate) for large ones.
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s);
 // Per head of every row: RMSNorm with `weight` (head_dim values), then NeoX RoPE at the row's
 // position (pairs i and i + head_dim / 2), as cpu-ref's rms_norm_heads and rope_heads.
