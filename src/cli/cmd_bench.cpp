@@ -5,6 +5,7 @@
 // Prompts are seeded random ids (speed does not depend on the values).
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -25,7 +26,8 @@ namespace {
 
 struct BenchArgs {
   std::string model, backend = "cpu";
-  uint32_t prompt = 512, generate = 128, depth = 0, reps = 3, batch = 1;
+  uint32_t prompt = 512, generate = 128, depth = 0, reps = 3;
+  std::vector<uint32_t> batches;  // --batch: sequence counts decoded together
   unsigned threads = 0;
   bool json = false;
 };
@@ -162,21 +164,22 @@ Status run_bench(const BenchArgs& args) {
       deep_decodes.push_back(decode);
     }
   }
-  std::vector<double> batch_decodes;
-  if (args.batch > 1 && args.generate > 0) {
+  std::map<uint32_t, std::vector<double>> batch_decodes;
+  for (const uint32_t batch : args.generate > 0 ? args.batches : std::vector<uint32_t>{}) {
     // `batch` sessions, each started from its own first token, then decoded together.
+    if (batch == 0) return fail("--batch takes sequence counts of at least 1");
     std::vector<std::unique_ptr<BackendSession>> sessions;
-    for (uint32_t s = 0; s < args.batch; ++s) {
+    for (uint32_t s = 0; s < batch; ++s) {
       KIPP_ASSIGN(std::unique_ptr<BackendSession> one, backend->create_session(1 + args.generate));
       sessions.push_back(std::move(one));
     }
     for (uint32_t rep = 0; rep < args.reps; ++rep) {
-      for (uint32_t s = 0; s < args.batch; ++s) {
+      for (uint32_t s = 0; s < batch; ++s) {
         sessions[s]->reset();
         KIPP_TRY(bench.prefill(*sessions[s], std::span(prompt).subspan(s % args.prompt, 1)));
       }
       KIPP_ASSIGN(double decode, bench.decode_together(sessions, args.generate));
-      batch_decodes.push_back(decode);
+      batch_decodes[batch].push_back(decode);
     }
   }
   const uint64_t kv_bytes = uint64_t(kv_blocks_for(capacity)) * kKvBlockTokens * c.kv_bytes_per_token();
@@ -188,9 +191,11 @@ Status run_bench(const BenchArgs& args) {
   const uint64_t peak = peak_rss_bytes();
   // Measured last, so that its buffer is not in the peak RSS above.
   const unsigned threads = args.threads ? args.threads : default_cpu_threads();
-  const double bandwidth = read_bandwidth_gb_per_s(threads);
+  // The roofline is the host memory's for a host backend. A device backend streams its weights
+  // from device memory, whose bandwidth this does not measure (docs/CUDA.md divides by it).
+  const double bandwidth = device ? 0.0 : read_bandwidth_gb_per_s(threads);
   const uint64_t bytes_per_token = weight_bytes_per_token(model->weights());
-  const double roofline = bandwidth * 1e9 / double(bytes_per_token);
+  const double roofline = device ? 0.0 : bandwidth * 1e9 / double(bytes_per_token);
   const double decode_share = decodes.empty() ? 0.0 : summarize(decodes).median / roofline;
 
   if (args.json) {
@@ -201,12 +206,13 @@ Status run_bench(const BenchArgs& args) {
                           {"decode_tokens_per_second", summary_json(decodes)}, {"peak_rss_bytes", peak},
                           {"kv_cache_bytes", kv_bytes}, {"copied_weight_bytes", backend->copied_weight_bytes()},
                           {"memory_beyond_weights_and_kv_bytes", other_memory},
-                          {"read_bandwidth_gb_per_s", bandwidth}, {"weight_bytes_per_token", bytes_per_token},
-                          {"decode_roofline_tokens_per_second", roofline}};
-    if (!batch_decodes.empty()) {
-      out["batch"] = args.batch;
-      out["batch_decode_tokens_per_second"] = summary_json(batch_decodes);
+                          {"weight_bytes_per_token", bytes_per_token}};
+    if (!device) {
+      out["read_bandwidth_gb_per_s"] = bandwidth;
+      out["decode_roofline_tokens_per_second"] = roofline;
     }
+    for (const auto& [batch, samples] : batch_decodes)
+      out["batch_decode_tokens_per_second"][std::to_string(batch)] = summary_json(samples);
     if (device)
       out["device_memory"] = {{"device", device->device},
                               {"held_peak_bytes", device->held_peak_bytes},
@@ -225,9 +231,8 @@ Status run_bench(const BenchArgs& args) {
   std::printf("prefill  p=%-5u     %s\n", args.prompt, format(summarize(prefills), "tok/s").c_str());
   if (!decodes.empty())
     std::printf("decode   n=%-5u     %s\n", args.generate, format(summarize(decodes), "tok/s").c_str());
-  if (!batch_decodes.empty())
-    std::printf("decode   %u together %s   (all sequences together)\n", args.batch,
-                format(summarize(batch_decodes), "tok/s").c_str());
+  for (const auto& [batch, samples] : batch_decodes)
+    std::printf("decode   %-3u at once %s   (all sequences together)\n", batch, format(summarize(samples), "tok/s").c_str());
   if (!deep_decodes.empty())
     std::printf("decode   at %-5u    %s   (context filled at %.1f tok/s)\n", args.depth,
                 format(summarize(deep_decodes), "tok/s").c_str(), depth_fill);
@@ -247,6 +252,11 @@ Status run_bench(const BenchArgs& args) {
   std::printf("other memory         %9.1f MiB (%s)\n", double(other_memory) / (1 << 20),
               device ? "host: scratch, tables, stacks; anonymous memory"
                      : "scratch, tables, stacks: anonymous memory less KV and weights");
+  if (device) {
+    std::printf("weights per token    %9.1f MiB (decode's roofline: the device's bandwidth / this)\n",
+                double(bytes_per_token) / (1 << 20));
+    return {};
+  }
   std::printf("read bandwidth       %9.2f GB/s (streaming read, 4 streams x %u threads, median of 5)\n", bandwidth,
               threads);
   std::printf("decode roofline      %9.2f tok/s (bandwidth / %.1f MiB of weights per token)", roofline,
@@ -265,8 +275,9 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("-p,--prompt", args->prompt, "Prompt tokens for prefill (default 512)");
   sub->add_option("-n,--generate", args->generate, "Tokens to decode (default 128)");
   sub->add_option("--depth", args->depth, "Also decode after this many cached tokens (default 0: skip)");
-  sub->add_option("--batch", args->batch,
-                  "Also decode this many sequences together, one eval per step (default 1: skip)");
+  sub->add_option("--batch", args->batches,
+                  "Also decode N sequences together, one eval per step; a list like 8,32,64 measures each")
+      ->delimiter(',');
   sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
   sub->add_option("--reps", args->reps, "Runs per figure (default 3)");
   sub->add_option("--backend", args->backend, "A backend this build has (default cpu; see kipp generate --help)");

@@ -132,10 +132,9 @@ class Bench(unittest.TestCase):
         report = json.loads(run.stdout)
         self.assertEqual(report["checkpoint"], "kipp-test/qwen3-tiny")
         self.assertTrue(report["backend"].startswith("cpu ("), report["backend"])
-        self.assertEqual(report["batch"], 3)
         for figure in ("load_seconds", "prefill_tokens_per_second", "decode_tokens_per_second",
                        "decode_at_depth_tokens_per_second", "batch_decode_tokens_per_second"):
-            summary = report[figure]
+            summary = report[figure]["3"] if figure.startswith("batch") else report[figure]
             self.assertEqual(len(summary["samples"]), 3, figure)
             self.assertTrue(0 < summary["min"] <= summary["median"] <= summary["max"], (figure, summary))
         # KV for 64 + 4 positions rounds up to 3 blocks of 32; 2 layers x 2 x 1024 x 2 bytes per position.

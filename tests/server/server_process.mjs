@@ -2,8 +2,10 @@
 import { spawn } from 'node:child_process';
 
 // `until: 'listening'` returns as soon as the socket is bound, while the model may still load.
+// KIPP_SERVER_TEST_BACKEND runs the whole suite on another backend (the GPU run sets cuda).
 export async function startServer(kipp, model, extraArgs = [], { env = {}, until = 'ready' } = {}) {
-  const child = spawn(kipp, ['serve', '--model', model, '--port', '0', '--threads', '2', ...extraArgs], {
+  const backend = process.env.KIPP_SERVER_TEST_BACKEND ? ['--backend', process.env.KIPP_SERVER_TEST_BACKEND] : [];
+  const child = spawn(kipp, ['serve', '--model', model, '--port', '0', '--threads', '2', ...backend, ...extraArgs], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
