@@ -1,6 +1,6 @@
-// The CUDA backend on the CPU emulator: its logits against cpu-ref (the gate the GPU run repeats),
-// a device too small for the weights, and the emulator's own barriers and failure reports. The
-// backend contract suite runs on it too (kipp_cuda_emulated_tests, cuda cases).
+// The CUDA backend on the CPU emulator: decode steps as graphs, a device too small for the weights,
+// and the emulator's own barriers and failure reports. The backend contract and the logit gate
+// against cpu-ref (backend_gate_test.cpp) run on it too: kipp_cuda_emulated_tests, cuda cases.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -15,64 +15,6 @@
 
 namespace kipp {
 namespace {
-
-struct GateCase {
-  std::string model, scheme;
-};
-
-void PrintTo(const GateCase& c, std::ostream* out) { *out << c.model << "." << c.scheme; }
-
-// Logits of a 16-token prefill (every row) and then 4 single-token decode steps.
-std::vector<float> prefill_then_decode(BackendModel& backend, std::span<const uint32_t> prompt, uint32_t vocab) {
-  constexpr uint32_t kPrefill = 16;
-  auto session = backend.create_session(64);
-  EXPECT_TRUE(session.ok()) << session.error().message;
-  if (!session.ok()) return {};
-  std::vector<float> logits(prompt.size() * vocab);
-  EvalItem prefill{session->get(), prompt.first(kPrefill), 0, kPrefill, logits.data(), {}};
-  Status status = backend.eval(std::span(&prefill, 1));
-  EXPECT_TRUE(status.ok()) << status.error().message;
-  for (uint32_t p = kPrefill; p < prompt.size() && status.ok(); ++p) {
-    EvalItem step{session->get(), prompt.subspan(p, 1), p, 1, logits.data() + size_t(p) * vocab, {}};
-    status = backend.eval(std::span(&step, 1));
-    EXPECT_TRUE(status.ok()) << status.error().message;
-  }
-  return logits;
-}
-
-class CudaEmulatedGate : public ::testing::TestWithParam<GateCase> {};
-
-TEST_P(CudaEmulatedGate, PrefillAndDecodeMatchCpuRef) {
-  const GateCase& c = GetParam();
-  auto file = ModelFile::open(testing::test_models_dir() + "/" + c.model + "." + c.scheme + ".gguf");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  auto reference = create_backend("cpu-ref", **file);
-  auto cuda = create_backend("cuda", **file);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  ASSERT_TRUE(cuda.ok()) << cuda.error().message;
-  const uint32_t vocab = (*file)->checkpoint().vocab();
-  const std::vector<uint32_t> prompt = testing::random_prompt(20, 7);
-  const std::vector<float> expected = prefill_then_decode(**reference, prompt, vocab);
-  const std::vector<float> actual = prefill_then_decode(**cuda, prompt, vocab);
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t row = 0; row < prompt.size(); ++row) {
-    const std::span<const float> want(expected.data() + row * vocab, vocab), got(actual.data() + row * vocab, vocab);
-    EXPECT_EQ(testing::argmax(got), testing::argmax(want)) << "row " << row;
-    EXPECT_LE(testing::nmse(got, want), 1e-4) << "row " << row;
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(TinyCheckpoints, CudaEmulatedGate,
-                         ::testing::Values(GateCase{"qwen3-tiny", "bf16"}, GateCase{"qwen3-tiny", "q8_0"},
-                                           GateCase{"qwen3-tiny", "affine4_gs32"},
-                                           GateCase{"qwen3-tiny-untied", "bf16"}, GateCase{"qwen3-tiny-untied", "q8_0"},
-                                           GateCase{"qwen3-tiny-untied", "affine4_gs32"}),
-                         [](const ::testing::TestParamInfo<GateCase>& param_info) {
-                           std::string name = param_info.param.model + "_" + param_info.param.scheme;
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
 
 TEST(CudaEmulated, WeightsThatDoNotFitAreAClearError) {
   auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
