@@ -23,7 +23,7 @@
 #include "cuda_runtime.h"
 
 #if !defined(__x86_64__)
-#include <ucontext.h>
+#error "the CUDA emulator switches fibers with x86-64 code (tests/cuda_emulator/CMakeLists.txt skips it elsewhere)"
 #endif
 
 namespace kipp_emu {
@@ -57,7 +57,6 @@ void report_fault(const std::string& message) {
 
 // ---- fibers ----
 
-#if defined(__x86_64__)
 // Saves the callee-saved registers on the current stack, stores the stack pointer in *from and
 // continues on `to` (a stack saved the same way, or a new one made by prepare_stack).
 extern "C" void kipp_emu_switch(void** from, void* to);
@@ -92,7 +91,6 @@ kipp_emu_fiber_start:
   ud2
   .size kipp_emu_fiber_start, .-kipp_emu_fiber_start
 )");
-#endif
 
 enum class Wait { none, warp, block, done };
 
@@ -105,11 +103,7 @@ struct Lane {
   int operand = 0;
   uint64_t deposit = 0, result = 0;
   void (*combine)(void* const* lanes) = nullptr;  // set for a warp_collective
-#if defined(__x86_64__)
-  void* sp = nullptr;
-#else
-  ucontext_t context;
-#endif
+  void* sp = nullptr;                              // where its stack stopped
 };
 
 class Worker;
@@ -191,7 +185,6 @@ class Worker {
   }
 
   void prepare(unsigned t) {
-#if defined(__x86_64__)
     // The frame kipp_emu_switch pops: r15 r14 r13 r12 rbx rbp, then the return address, placed
     // so that the stack is 16-byte aligned after the return (the call in fiber_start realigns).
     auto* top = reinterpret_cast<void**>(stacks_[t] + kStackBytes);
@@ -202,27 +195,11 @@ class Worker {
     frame[5] = nullptr;                                         // rbp
     frame[6] = reinterpret_cast<void*>(&kipp_emu_fiber_start);  // return address
     lanes_[t].sp = frame;
-#else
-    ucontext_t& context = lanes_[t].context;
-    getcontext(&context);
-    context.uc_stack.ss_sp = stacks_[t];
-    context.uc_stack.ss_size = kStackBytes;
-    context.uc_link = nullptr;
-    makecontext(&context, reinterpret_cast<void (*)()>(&Worker::fiber_entry), 0);
-#endif
   }
-
-#if !defined(__x86_64__)
-  static void fiber_entry() { fiber_main(this_worker); }
-#endif
 
   void resume(Lane& lane) {
     current_ = &lane;
-#if defined(__x86_64__)
     kipp_emu_switch(&scheduler_sp_, lane.sp);
-#else
-    swapcontext(&scheduler_context_, &lane.context);
-#endif
   }
 
   // The running lane stops (at a barrier, or exited): the next lane of its warp runs, straight
@@ -232,11 +209,7 @@ class Worker {
     Lane* next = next_in_warp(*from);
     if (next == from) return;
     current_ = next ? next : from;
-#if defined(__x86_64__)
     kipp_emu_switch(&from->sp, next ? next->sp : scheduler_sp_);
-#else
-    swapcontext(&from->context, next ? &next->context : &scheduler_context_);
-#endif
   }
 
   // The lane after `from` in its warp that can run; once every lane has stopped, the warp-level
@@ -316,11 +289,7 @@ class Worker {
   Lane* current_ = nullptr;
   BlockIndex block_{};
   const std::function<void()>* body_ = nullptr;
-#if defined(__x86_64__)
   void* scheduler_sp_ = nullptr;
-#else
-  ucontext_t scheduler_context_;
-#endif
 };
 
 Worker& worker() {
