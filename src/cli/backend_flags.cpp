@@ -4,10 +4,14 @@
 
 namespace kipp::cli {
 
-void BackendFlags::add_to(CLI::App& app) {
+std::string backend_flag_help() {
   std::string names;
   for (std::string_view backend : backend_names()) names += (names.empty() ? "" : ", ") + std::string(backend);
-  app.add_option("--backend", name, "one of: " + names + " (default: " + std::string(backend_names()[0]) + ")");
+  return "one of: " + names + " (default: " + std::string(backend_names()[0]) + ")";
+}
+
+void BackendFlags::add_to(CLI::App& app) {
+  app.add_option("--backend", name, backend_flag_help());
   app.add_option("--threads", threads, "CPU threads (default: one per physical core)");
 }
 

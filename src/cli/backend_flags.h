@@ -13,6 +13,9 @@
 
 namespace kipp::cli {
 
+// The --backend help: this build's backends and the default.
+std::string backend_flag_help();
+
 struct BackendFlags {
   std::string name = std::string(backend_names()[0]);
   unsigned threads = 0;  // 0: one per physical core

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/memory_bandwidth.h"
 #include "model/model_file.h"
@@ -73,7 +74,8 @@ class Bench {
       for (size_t s = 0; s < sessions.size(); ++s) {
         const float* row = logits.data() + s * vocab;
         next[s] = uint32_t(std::max_element(row, row + vocab) - row);
-        items[s] = {sessions[s].get(), std::span(&next[s], 1), sessions[s]->length(), 1, logits.data() + s * vocab, {}};
+        items[s] = {sessions[s].get(), std::span(&next[s], 1), sessions[s]->length(), 1, logits.data() + s * vocab,
+                    {}};
       }
       KIPP_TRY(backend_.eval(items));
     }
@@ -121,6 +123,8 @@ nlohmann::json summary_json(const std::vector<double>& samples) {
 Status run_bench(const BenchArgs& args) {
   if (args.reps == 0) return fail("--reps must be at least 1");
   if (args.prompt == 0) return fail("-p must be at least 1");
+  for (const uint32_t batch : args.batches)
+    if (batch == 0) return fail("--batch takes sequence counts of at least 1");
   std::vector<double> loads, prefills, decodes, deep_decodes;
   for (uint32_t rep = 0; rep < args.reps; ++rep) {
     KIPP_ASSIGN(double seconds, load_seconds(args));
@@ -165,9 +169,9 @@ Status run_bench(const BenchArgs& args) {
     }
   }
   std::map<uint32_t, std::vector<double>> batch_decodes;
-  for (const uint32_t batch : args.generate > 0 ? args.batches : std::vector<uint32_t>{}) {
+  for (const uint32_t batch : args.batches) {
+    if (args.generate == 0) break;
     // `batch` sessions, each started from its own first token, then decoded together.
-    if (batch == 0) return fail("--batch takes sequence counts of at least 1");
     std::vector<std::unique_ptr<BackendSession>> sessions;
     for (uint32_t s = 0; s < batch; ++s) {
       KIPP_ASSIGN(std::unique_ptr<BackendSession> one, backend->create_session(1 + args.generate));
@@ -232,7 +236,8 @@ Status run_bench(const BenchArgs& args) {
   if (!decodes.empty())
     std::printf("decode   n=%-5u     %s\n", args.generate, format(summarize(decodes), "tok/s").c_str());
   for (const auto& [batch, samples] : batch_decodes)
-    std::printf("decode   %-3u at once %s   (all sequences together)\n", batch, format(summarize(samples), "tok/s").c_str());
+    std::printf("decode   %-3u at once %s   (all sequences together)\n", batch,
+                format(summarize(samples), "tok/s").c_str());
   if (!deep_decodes.empty())
     std::printf("decode   at %-5u    %s   (context filled at %.1f tok/s)\n", args.depth,
                 format(summarize(deep_decodes), "tok/s").c_str(), depth_fill);
@@ -280,7 +285,7 @@ Command add_bench_command(CLI::App& app) {
       ->delimiter(',');
   sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
   sub->add_option("--reps", args->reps, "Runs per figure (default 3)");
-  sub->add_option("--backend", args->backend, "A backend this build has (default cpu; see kipp generate --help)");
+  sub->add_option("--backend", args->backend, backend_flag_help());
   sub->add_flag("--json", args->json, "Machine-readable output with every sample");
   return {sub, [args] {
             if (auto done = run_bench(*args); !done) return report(done.error());

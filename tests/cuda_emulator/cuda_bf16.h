@@ -12,5 +12,3 @@ struct __nv_bfloat16 {
 
 inline __nv_bfloat16 __float2bfloat16_rn(float value) { return {kipp::f32_to_bf16(value)}; }
 inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 b) { return b.bits; }
-inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short bits) { return {bits}; }
-inline float __bfloat162float(__nv_bfloat16 b) { return kipp::bf16_to_f32(b.bits); }

@@ -11,6 +11,4 @@ struct __half {
 };
 
 inline __half __ushort_as_half(unsigned short bits) { return {bits}; }
-inline unsigned short __half_as_ushort(__half h) { return h.bits; }
 inline float __half2float(__half h) { return kipp::fp16_to_f32(h.bits); }
-inline __half __float2half_rn(float value) { return {kipp::f32_to_fp16(value)}; }

@@ -86,7 +86,6 @@ cudaError_t cudaFreeHost(void* pointer);
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
 cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream);
-cudaError_t cudaMemsetAsync(void* to, int value, size_t bytes, cudaStream_t stream);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
@@ -113,9 +112,8 @@ const BlockIndex& this_block();
 
 void sync_threads();
 void sync_warp(unsigned mask);
-// The value `lane` of this warp passed to the same shuffle (kinds: xor, down, up, index).
-enum class Shuffle { xor_lanes, down, up, index };
-uint64_t shuffle(unsigned mask, uint64_t value, Shuffle kind, int operand);
+// The value that lane (this lane xor `lane_mask`) of this warp passed to the same shuffle.
+uint64_t shuffle_xor(unsigned mask, uint64_t value, int lane_mask);
 // A warp-wide operation (the tensor-core ones): once every lane of the warp has called it with
 // its own `mine`, `combine` runs once with all 32, before any lane goes on.
 void warp_collective(void (*combine)(void* const* lanes), void* mine);
@@ -139,11 +137,11 @@ std::string fault();
 void clear_fault();
 
 template <class T>
-T shuffle_as(unsigned mask, T value, Shuffle kind, int operand) {
+T shuffle_xor_as(unsigned mask, T value, int lane_mask) {
   static_assert(sizeof(T) <= sizeof(uint64_t) && std::is_trivially_copyable_v<T>);
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof(T));
-  bits = shuffle(mask, bits, kind, operand);
+  bits = shuffle_xor(mask, bits, lane_mask);
   std::memcpy(&value, &bits, sizeof(T));
   return value;
 }
@@ -160,19 +158,7 @@ inline void __syncthreads() { kipp_emu::sync_threads(); }
 inline void __syncwarp(unsigned mask = 0xffffffffu) { kipp_emu::sync_warp(mask); }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
-  return kipp_emu::shuffle_as(mask, value, kipp_emu::Shuffle::xor_lanes, lane_mask);
-}
-template <class T>
-T __shfl_down_sync(unsigned mask, T value, unsigned delta) {
-  return kipp_emu::shuffle_as(mask, value, kipp_emu::Shuffle::down, int(delta));
-}
-template <class T>
-T __shfl_up_sync(unsigned mask, T value, unsigned delta) {
-  return kipp_emu::shuffle_as(mask, value, kipp_emu::Shuffle::up, int(delta));
-}
-template <class T>
-T __shfl_sync(unsigned mask, T value, int source_lane) {
-  return kipp_emu::shuffle_as(mask, value, kipp_emu::Shuffle::index, source_lane);
+  return kipp_emu::shuffle_xor_as(mask, value, lane_mask);
 }
 
 inline float __uint_as_float(unsigned bits) {
@@ -180,17 +166,5 @@ inline float __uint_as_float(unsigned bits) {
   std::memcpy(&value, &bits, sizeof value);
   return value;
 }
-inline unsigned __float_as_uint(float value) {
-  unsigned bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
-inline float __expf(float x) { return expf(x); }
-inline float __fdividef(float a, float b) { return a / b; }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
-inline int min(int a, int b) { return a < b ? a : b; }
-inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
-inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
-inline int max(int a, int b) { return a > b ? a : b; }
-inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }

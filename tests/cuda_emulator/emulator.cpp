@@ -98,9 +98,8 @@ struct Lane {
   LaneIndex index;
   Wait wait = Wait::none;
   bool shuffling = false;  // at a shuffle (else at __syncwarp) when wait == warp
-  Shuffle kind = Shuffle::xor_lanes;
   unsigned mask = 0;
-  int operand = 0;
+  int lane_mask = 0;  // a shuffle's: the lane it reads is its own xor this
   uint64_t deposit = 0, result = 0;
   void (*combine)(void* const* lanes) = nullptr;  // set for a warp_collective
   void* sp = nullptr;                              // where its stack stopped
@@ -150,15 +149,14 @@ class Worker {
     yield();
   }
 
-  void wait_warp(bool shuffling, unsigned mask, Shuffle kind, int operand, uint64_t deposit,
+  void wait_warp(bool shuffling, unsigned mask, int lane_mask, uint64_t deposit,
                  void (*combine)(void* const*) = nullptr) {
     Lane& lane = *current_;
     lane.combine = combine;
     lane.wait = Wait::warp;
     lane.shuffling = shuffling;
-    lane.kind = kind;
     lane.mask = mask;
-    lane.operand = operand;
+    lane.lane_mask = lane_mask;
     lane.deposit = deposit;
     yield();
   }
@@ -254,7 +252,7 @@ class Worker {
     const Lane& lead = lanes_[first];
     for (unsigned t = first; t < end; ++t) {
       const Lane& lane = lanes_[t];
-      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling || lane.kind != lead.kind ||
+      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling ||
           lane.combine != lead.combine) {
         report_fault("lanes of " + where() + " meet at different warp-level operations or with a partial mask");
         return false;
@@ -270,14 +268,7 @@ class Worker {
     for (unsigned t = first; t < end; ++t) {
       Lane& lane = lanes_[t];
       const int self = int(t - first);
-      int source = self;
-      switch (lane.kind) {
-        case Shuffle::xor_lanes: source = self ^ lane.operand; break;
-        case Shuffle::down: source = self + lane.operand; break;
-        case Shuffle::up: source = self - lane.operand; break;
-        case Shuffle::index: source = lane.operand & int(kWarp - 1); break;
-      }
-      if (source < 0 || source >= int(kWarp)) source = self;
+      const int source = (self ^ lane.lane_mask) & int(kWarp - 1);
       lane.result = lanes_[first + unsigned(source)].deposit;
     }
     for (unsigned t = first; t < end; ++t) lanes_[t].wait = Wait::none;
@@ -421,13 +412,13 @@ const LaneIndex& this_lane() { return this_worker->lane_index(); }
 const BlockIndex& this_block() { return this_worker->block_index(); }
 
 void sync_threads() { this_worker->wait_block(); }
-void sync_warp(unsigned mask) { this_worker->wait_warp(false, mask, Shuffle::xor_lanes, 0, 0); }
+void sync_warp(unsigned mask) { this_worker->wait_warp(false, mask, 0, 0); }
 void warp_collective(void (*combine)(void* const* lanes), void* mine) {
-  this_worker->wait_warp(true, 0xffffffffu, Shuffle::index, 0, reinterpret_cast<uint64_t>(mine), combine);
+  this_worker->wait_warp(true, 0xffffffffu, 0, reinterpret_cast<uint64_t>(mine), combine);
 }
 
-uint64_t shuffle(unsigned mask, uint64_t value, Shuffle kind, int operand) {
-  this_worker->wait_warp(true, mask, kind, operand, value);
+uint64_t shuffle_xor(unsigned mask, uint64_t value, int lane_mask) {
+  this_worker->wait_warp(true, mask, lane_mask, value);
   return this_worker->result();
 }
 
@@ -537,10 +528,6 @@ cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind)
 
 cudaError_t cudaMemcpyAsync(void* to, const void* from, size_t bytes, cudaMemcpyKind, cudaStream_t stream) {
   return kipp_emu::on_stream(stream, [=] { std::memcpy(to, from, bytes); });
-}
-
-cudaError_t cudaMemsetAsync(void* to, int value, size_t bytes, cudaStream_t stream) {
-  return kipp_emu::on_stream(stream, [=] { std::memset(to, value, bytes); });
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {

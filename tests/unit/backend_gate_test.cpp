@@ -68,7 +68,8 @@ std::vector<GateCase> cases() {
   for (std::string_view backend : backend_names())
     if (backend != "cpu-ref")
       for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"})
-        for (const char* scheme : {"bf16", "q8_0", "affine4_gs32"}) all.push_back({std::string(backend), model, scheme});
+        for (const char* scheme : {"bf16", "q8_0", "affine4_gs32"})
+          all.push_back({std::string(backend), model, scheme});
   return all;
 }
 
