@@ -3,7 +3,8 @@
 # device call (10 minutes); the machine keeps build-cuda between calls while it stays warm.
 #
 #   OUT=/tmp/out bash bench/cuda_device_run.sh correctness   build, fixtures, contract, gates, server
-#   OUT=/tmp/out bash bench/cuda_device_run.sh speed         0.6B/4B/8B shapes: decode, prefill, batches
+#   OUT=/tmp/out bash bench/cuda_device_run.sh speed         0.6B/4B/8B shapes: decode, prefill, batches,
+#                                                            and a per-kernel time summary where nsys is
 #
 # Everything it prints also goes to $OUT/cuda-<phase>.log and each step's verdict to
 # $OUT/verdicts.txt. It stops at nothing: a failed step is recorded and the next one runs, so one
@@ -74,6 +75,13 @@ bench_shape() {  # shape: batch-1 decode, prefill 512, batches of 8/32/64; then 
     > "$out/bench-$1-p4096.json"
 }
 
+kernel_profile() {  # shape: where the time goes, by kernel (0.6B: launches; 8B: bandwidth), where nsys is
+  command -v nsys > /dev/null || { echo "no nsys on this machine"; return 0; }
+  timeout 120 nsys profile --cuda-graph-trace=node --stats=false -o "$out/nsys-$1" --force-overwrite true \
+    "$kipp" bench --model $build/shapes/$1.bf16.gguf --backend cuda -p 64 -n 64 --reps 1 > /dev/null \
+    && nsys stats --report cuda_gpu_kern_sum --format csv --output "$out/kernels-$1" "$out/nsys-$1.nsys-rep"
+}
+
 case $phase in
   correctness)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
@@ -98,7 +106,8 @@ case $phase in
     ;;
   speed)
     for shape in 0.6b 4b 8b; do
-      step "shape $shape" shape_model $shape && step "bench $shape" bench_shape $shape
+      step "shape $shape" shape_model $shape && step "bench $shape" bench_shape $shape \
+        && if [[ $shape != 4b ]]; then step "kernel profile $shape" kernel_profile $shape; fi
       rm -f $build/shapes/$shape.bf16.gguf  # the disk holds one large artifact at a time
     done
     ;;

@@ -32,6 +32,17 @@ struct uint3 {
   unsigned x, y, z;
 };
 
+// The vector types, aligned as CUDA's (the kernels load weights, activations and KV with them).
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+
 struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -168,3 +179,4 @@ inline float __uint_as_float(unsigned bits) {
 }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }

@@ -1,10 +1,13 @@
-// The logit gate in process, for every backend this build has besides cpu-ref: on both tiny
-// checkpoints in every scheme, a 40-token prefill with every row (the batched product: tensor
-// cores on cuda), then 4 decode steps (one row each), against cpu-ref on the same artifact:
-// every row's argmax equal and NMSE <= 1e-4. It needs no Python, so the GPU run has it even
-// where gate_logits.py cannot run; the emulated cuda backend runs it in make test.
+// The logit gate in process, for every backend this build has besides cpu-ref, on both tiny
+// checkpoints in every scheme, against cpu-ref on the same artifact: every row's argmax equal and
+// NMSE <= 1e-4. Two runs: a 40-token prefill with every row (the batched product: tensor cores on
+// cuda), then 4 decode steps (one row each); and one decode step for three sessions of 150, 40
+// and 0 positions in one call (a small batch; on cuda, attention split into five, two and one
+// live pieces). It needs no Python, so the GPU run has it even where gate_logits.py cannot run;
+// the emulated cuda backend runs it in make test.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -41,26 +44,69 @@ std::vector<float> prefill_then_decode(BackendModel& backend, std::span<const ui
   return logits;
 }
 
-class BackendGate : public ::testing::TestWithParam<GateCase> {};
+// Sessions of `lengths` positions (prompts but their last token), then their last tokens in one
+// eval call: that call's logits, a row per session.
+std::vector<float> one_step_after(BackendModel& backend, const std::vector<std::vector<uint32_t>>& prompts,
+                                  uint32_t vocab) {
+  std::vector<float> logits(prompts.size() * vocab);
+  std::vector<std::unique_ptr<BackendSession>> sessions;
+  std::vector<EvalItem> step;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto session = backend.create_session(256);
+    EXPECT_TRUE(session.ok()) << session.error().message;
+    if (!session.ok()) return {};
+    sessions.push_back(std::move(*session));
+    const uint32_t length = uint32_t(prompts[i].size() - 1);
+    EvalItem prefill{sessions[i].get(), std::span(prompts[i]).first(length), 0, 0, nullptr, {}};
+    EXPECT_TRUE(backend.eval(std::span(&prefill, 1)).ok());
+    step.push_back({sessions[i].get(), std::span(prompts[i]).last(1), length, 1, logits.data() + i * vocab, {}});
+  }
+  const Status status = backend.eval(step);
+  EXPECT_TRUE(status.ok()) << status.error().message;
+  return logits;
+}
+
+class BackendGate : public ::testing::TestWithParam<GateCase> {
+ protected:
+  void SetUp() override {
+    const GateCase& c = GetParam();
+    auto file = ModelFile::open(testing::test_models_dir() + "/" + c.model + "." + c.scheme + ".gguf");
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    file_ = std::move(*file);
+    auto reference = create_backend("cpu-ref", *file_);
+    auto tested = create_backend(c.backend, *file_);
+    ASSERT_TRUE(reference.ok()) << reference.error().message;
+    ASSERT_TRUE(tested.ok()) << tested.error().message;
+    reference_ = std::move(*reference);
+    tested_ = std::move(*tested);
+    vocab_ = file_->checkpoint().vocab();
+  }
+
+  // Every row: argmax equal, NMSE <= 1e-4.
+  void expect_rows_match(const std::vector<float>& actual, const std::vector<float>& expected) {
+    ASSERT_EQ(actual.size(), expected.size());
+    for (size_t row = 0; row * vocab_ < actual.size(); ++row) {
+      const std::span<const float> want(expected.data() + row * vocab_, vocab_);
+      const std::span<const float> got(actual.data() + row * vocab_, vocab_);
+      EXPECT_EQ(testing::argmax(got), testing::argmax(want)) << "row " << row;
+      EXPECT_LE(testing::nmse(got, want), 1e-4) << "row " << row;
+    }
+  }
+
+  std::unique_ptr<ModelFile> file_;
+  std::unique_ptr<BackendModel> reference_, tested_;
+  uint32_t vocab_ = 0;
+};
 
 TEST_P(BackendGate, PrefillAndDecodeMatchCpuRef) {
-  const GateCase& c = GetParam();
-  auto file = ModelFile::open(testing::test_models_dir() + "/" + c.model + "." + c.scheme + ".gguf");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  auto reference = create_backend("cpu-ref", **file);
-  auto tested = create_backend(c.backend, **file);
-  ASSERT_TRUE(reference.ok()) << reference.error().message;
-  ASSERT_TRUE(tested.ok()) << tested.error().message;
-  const uint32_t vocab = (*file)->checkpoint().vocab();
   const std::vector<uint32_t> prompt = testing::random_prompt(kPrefill + kDecode, 7);
-  const std::vector<float> expected = prefill_then_decode(**reference, prompt, vocab);
-  const std::vector<float> actual = prefill_then_decode(**tested, prompt, vocab);
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t row = 0; row < prompt.size(); ++row) {
-    const std::span<const float> want(expected.data() + row * vocab, vocab), got(actual.data() + row * vocab, vocab);
-    EXPECT_EQ(testing::argmax(got), testing::argmax(want)) << "row " << row;
-    EXPECT_LE(testing::nmse(got, want), 1e-4) << "row " << row;
-  }
+  expect_rows_match(prefill_then_decode(*tested_, prompt, vocab_), prefill_then_decode(*reference_, prompt, vocab_));
+}
+
+TEST_P(BackendGate, OneStepOverLongAndShortContextsMatchesCpuRef) {
+  std::vector<std::vector<uint32_t>> prompts;
+  for (uint32_t length : {150, 40, 0}) prompts.push_back(testing::random_prompt(length + 1, 20 + length));
+  expect_rows_match(one_step_after(*tested_, prompts, vocab_), one_step_after(*reference_, prompts, vocab_));
 }
 
 std::vector<GateCase> cases() {

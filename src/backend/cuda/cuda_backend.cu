@@ -1,6 +1,7 @@
 // The CUDA backend: the backend contract on one NVIDIA GPU. Weights are copied to device memory
 // at model creation, in the artifact's own formats; KV stores (private or the shared pool) live
-// on the device; an eval call packs every token of every item into one batch (so the weights are
+// on the device; Q, K and V share one device weight, as do gate and up, so each is one product.
+// An eval call packs every token of every item into one batch (so the weights are
 // read once per step), runs the forward pass as one sequence of kernels on one stream, and only
 // the requested FP32 logit rows come back to the host.
 #include <cuda_runtime.h>
@@ -8,8 +9,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,7 @@
 #include "backend/cuda/device_graph.h"
 #include "backend/cuda/device_memory.h"
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/weight_planes.h"
 #include "backend/eval_checks.h"
 #include "backend/positioned_session.h"
 #include "model/model_file.h"
@@ -82,7 +86,7 @@ class Session final : public PositionedSession {
 
 // Activations for `rows` batch rows, grown when a larger batch arrives.
 struct Activations {
-  DeviceBuffer x, x_norm, q, k, v, attention, projected, gate, up, ints, stores, final_rows, logits;
+  DeviceBuffer x, x_norm, qkv, attention, attention_scratch, gate_up, gate, ints, stores, final_rows, logits;
 };
 
 class Model final : public BackendModel {
@@ -154,40 +158,58 @@ class Model final : public BackendModel {
  private:
   explicit Model(const ModelFile& file) : file_(file), c_(file.checkpoint()), checker_(c_.vocab()) {}
 
-  // Each tensor once (a tied head is the embedding's copy).
+  // Each tensor once (a tied head is the embedding's copy), in the planes of weight_planes.h; Q, K
+  // and V stacked into one device weight, gate and up into another.
   Status upload_weights() {
     const ModelWeights& w = file_.weights();
-    std::map<const uint8_t*, const uint8_t*> uploaded;
-    auto upload = [&](const WeightView& view, DeviceWeight& out) -> Status {
-      out = {nullptr, view.format, uint32_t(view.rows), uint32_t(view.cols)};
-      if (auto found = uploaded.find(view.data); found != uploaded.end()) {
-        out.data = found->second;
-        return {};
-      }
-      KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(view.bytes, "model weights"));
-      KIPP_TRY(check(cudaMemcpy(buffer.as<void>(), view.data, view.bytes, cudaMemcpyHostToDevice), "copying weights"));
-      out.data = buffer.as<const uint8_t>();
-      uploaded[view.data] = out.data;
-      copied_bytes_ += view.bytes;
-      weights_.push_back(std::move(buffer));
-      return {};
-    };
-    KIPP_TRY(upload(w.token_embedding, embedding_));
-    KIPP_TRY(upload(w.output_norm, output_norm_));
-    KIPP_TRY(upload(w.lm_head, lm_head_));
+    KIPP_ASSIGN(embedding_, upload({&w.token_embedding}));
+    KIPP_ASSIGN(output_norm_, upload({&w.output_norm}));
+    if (w.lm_head.data == w.token_embedding.data) {
+      lm_head_ = embedding_;
+    } else {
+      KIPP_ASSIGN(lm_head_, upload({&w.lm_head}));
+    }
     layers_.resize(w.layers.size());
     for (size_t l = 0; l < w.layers.size(); ++l) {
       const LayerWeights& from = w.layers[l];
       DeviceLayer& to = layers_[l];
-      for (auto [view, out] : {std::pair{&from.attn_norm, &to.attn_norm}, {&from.attn_q, &to.attn_q},
-                               {&from.attn_k, &to.attn_k}, {&from.attn_v, &to.attn_v},
-                               {&from.attn_q_norm, &to.attn_q_norm}, {&from.attn_k_norm, &to.attn_k_norm},
-                               {&from.attn_output, &to.attn_output}, {&from.ffn_norm, &to.ffn_norm},
-                               {&from.ffn_gate, &to.ffn_gate}, {&from.ffn_up, &to.ffn_up},
-                               {&from.ffn_down, &to.ffn_down}})
-        KIPP_TRY(upload(*view, *out));
+      KIPP_ASSIGN(to.attn_norm, upload({&from.attn_norm}));
+      KIPP_ASSIGN(to.attn_qkv, upload({&from.attn_q, &from.attn_k, &from.attn_v}));
+      KIPP_ASSIGN(to.attn_q_norm, upload({&from.attn_q_norm}));
+      KIPP_ASSIGN(to.attn_k_norm, upload({&from.attn_k_norm}));
+      KIPP_ASSIGN(to.attn_output, upload({&from.attn_output}));
+      KIPP_ASSIGN(to.ffn_norm, upload({&from.ffn_norm}));
+      KIPP_ASSIGN(to.ffn_gate_up, upload({&from.ffn_gate, &from.ffn_up}));
+      KIPP_ASSIGN(to.ffn_down, upload({&from.ffn_down}));
     }
     return {};
+  }
+
+  // `parts` stacked row after row into one device weight.
+  Result<DeviceWeight> upload(std::initializer_list<const WeightView*> parts) {
+    const std::span<const WeightView* const> list(parts.begin(), parts.size());
+    KIPP_ASSIGN(const PlaneBytes total, stacked_plane_bytes(list));
+    KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(total.values + total.scales, "model weights"));
+    uint8_t* values = buffer.as<uint8_t>();
+    uint8_t* scales = values + total.values;
+    DeviceWeight weight{values, total.scales ? reinterpret_cast<const uint16_t*>(scales) : nullptr, list[0]->format,
+                        0, uint32_t(list[0]->cols)};
+    std::vector<uint8_t> staged;
+    for (const WeightView* part : list) {
+      const PlaneBytes bytes = plane_bytes(part->format, part->rows, part->cols);
+      staged.resize(bytes.values + bytes.scales);
+      split_into_planes(*part, staged.data(), staged.data() + bytes.values);
+      KIPP_TRY(check(cudaMemcpy(values, staged.data(), bytes.values, cudaMemcpyHostToDevice), "copying weights"));
+      if (bytes.scales)
+        KIPP_TRY(check(cudaMemcpy(scales, staged.data() + bytes.values, bytes.scales, cudaMemcpyHostToDevice),
+                       "copying weights"));
+      values += bytes.values;
+      scales += bytes.scales;
+      weight.rows += uint32_t(part->rows);
+    }
+    copied_bytes_ += total.values + total.scales;
+    weights_.push_back(std::move(buffer));
+    return weight;
   }
 
   // Activation buffers for `rows` batch rows and `logit_rows` rows of logits. A buffer that grows
@@ -201,13 +223,11 @@ class Model final : public BackendModel {
     };
     KIPP_TRY(grow(a_.x, size_t(rows) * c_.hidden * f, "activations"));
     KIPP_TRY(grow(a_.x_norm, size_t(rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(grow(a_.projected, size_t(rows) * c_.hidden * f, "activations"));
-    KIPP_TRY(grow(a_.q, size_t(rows) * c_.attention_width() * f, "activations"));
+    KIPP_TRY(grow(a_.qkv, size_t(rows) * qkv_width() * f, "activations"));
     KIPP_TRY(grow(a_.attention, size_t(rows) * c_.attention_width() * f, "activations"));
-    KIPP_TRY(grow(a_.k, size_t(rows) * c_.kv_width() * f, "activations"));
-    KIPP_TRY(grow(a_.v, size_t(rows) * c_.kv_width() * f, "activations"));
+    KIPP_TRY(grow(a_.attention_scratch, attention_scratch_floats(c_.head_dim()) * f, "activations"));
+    KIPP_TRY(grow(a_.gate_up, size_t(rows) * 2 * c_.ffn * f, "activations"));
     KIPP_TRY(grow(a_.gate, size_t(rows) * c_.ffn * f, "activations"));
-    KIPP_TRY(grow(a_.up, size_t(rows) * c_.ffn * f, "activations"));
     // Room for every item's whole block table, so that a growing context does not move it.
     const size_t table_room = size_t(items) * kv_blocks_for(c_.context);
     KIPP_TRY(grow(a_.ints, std::max(ints, BatchInts::fixed(rows, items, logit_rows) + table_room) * sizeof(int32_t),
@@ -270,48 +290,40 @@ class Model final : public BackendModel {
     const BatchInts::Offsets at = BatchInts::offsets(rows, items, logit_rows);
     float* x = a_.x.as<float>();
     float* x_norm = a_.x_norm.as<float>();
-    float* projected = a_.projected.as<float>();
     const float eps = c_.rms_norm_eps();
     embed_rows(reinterpret_cast<const uint16_t*>(embedding_.data), d_ints + at.ids, rows, c_.hidden, x, stream_);
     PagedKv kv{d_ints + at.positions, d_ints + at.row_item, d_ints + at.table_offset, d_ints + at.tables,
                a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
+    const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads(), c_.head_dim()};
     for (uint32_t l = 0; l < layers_.size(); ++l) {
       const DeviceLayer& layer = layers_[l];
       kv.layer = l;
-      // Attention block: norm, Q/K/V, per-head norm and RoPE, store K/V, attend, project, add.
+      // Attention block: norm, Q/K/V, per-head norm and RoPE and store K/V, attend, project and add.
       rms_norm(x, as_f32(layer.attn_norm), rows, c_.hidden, eps, x_norm, stream_);
-      matmul(layer.attn_q, x_norm, rows, a_.q.as<float>(), stream_);
-      matmul(layer.attn_k, x_norm, rows, a_.k.as<float>(), stream_);
-      matmul(layer.attn_v, x_norm, rows, a_.v.as<float>(), stream_);
-      norm_rope_heads(a_.q.as<float>(), rows, c_.q_heads, c_.head_dim(), as_f32(layer.attn_q_norm), eps,
-                      kv.positions, c_.rope_theta, stream_);
-      norm_rope_heads(a_.k.as<float>(), rows, c_.kv_heads(), c_.head_dim(), as_f32(layer.attn_k_norm), eps,
-                      kv.positions, c_.rope_theta, stream_);
-      write_kv(a_.k.as<float>(), a_.v.as<float>(), rows, kv, stream_);
-      attend(a_.q.as<float>(), rows, c_.q_heads, kv, a_.attention.as<float>(), stream_);
-      matmul(layer.attn_output, a_.attention.as<float>(), rows, projected, stream_);
-      add_in_place(x, projected, size_t(rows) * c_.hidden, stream_);
-      // Feed-forward block: norm, gate and up, SiLU(gate) * up, down, add.
+      matmul(layer.attn_qkv, x_norm, rows, qkv.base, Write::replace, stream_);
+      prepare_heads(qkv, rows, as_f32(layer.attn_q_norm), as_f32(layer.attn_k_norm), eps, c_.rope_theta, kv, stream_);
+      attend(qkv, rows, kv, a_.attention_scratch.as<float>(), a_.attention.as<float>(), stream_);
+      matmul(layer.attn_output, a_.attention.as<float>(), rows, x, Write::add, stream_);
+      // Feed-forward block: norm, gate and up, SiLU(gate) * up, down and add.
       rms_norm(x, as_f32(layer.ffn_norm), rows, c_.hidden, eps, x_norm, stream_);
-      matmul(layer.ffn_gate, x_norm, rows, a_.gate.as<float>(), stream_);
-      matmul(layer.ffn_up, x_norm, rows, a_.up.as<float>(), stream_);
-      silu_mul(a_.gate.as<float>(), a_.up.as<float>(), size_t(rows) * c_.ffn, a_.gate.as<float>(), stream_);
-      matmul(layer.ffn_down, a_.gate.as<float>(), rows, projected, stream_);
-      add_in_place(x, projected, size_t(rows) * c_.hidden, stream_);
+      matmul(layer.ffn_gate_up, x_norm, rows, a_.gate_up.as<float>(), Write::replace, stream_);
+      silu_mul(a_.gate_up.as<float>(), rows, c_.ffn, a_.gate.as<float>(), stream_);
+      matmul(layer.ffn_down, a_.gate.as<float>(), rows, x, Write::add, stream_);
     }
     if (logit_rows == 0) return;
     // Logits only for the rows that want them.
     gather_rows(x, d_ints + at.logit_rows, logit_rows, c_.hidden, a_.final_rows.as<float>(), stream_);
     rms_norm(a_.final_rows.as<float>(), as_f32(output_norm_), logit_rows, c_.hidden, eps, a_.final_rows.as<float>(),
              stream_);
-    matmul(lm_head_, a_.final_rows.as<float>(), logit_rows, a_.logits.as<float>(), stream_);
+    matmul(lm_head_, a_.final_rows.as<float>(), logit_rows, a_.logits.as<float>(), Write::replace, stream_);
   }
+
+  uint32_t qkv_width() const { return c_.attention_width() + 2 * c_.kv_width(); }
 
   static const float* as_f32(const DeviceWeight& w) { return reinterpret_cast<const float*>(w.data); }
 
   struct DeviceLayer {
-    DeviceWeight attn_norm, attn_q, attn_k, attn_v, attn_q_norm, attn_k_norm, attn_output, ffn_norm, ffn_gate, ffn_up,
-        ffn_down;
+    DeviceWeight attn_norm, attn_qkv, attn_q_norm, attn_k_norm, attn_output, ffn_norm, ffn_gate_up, ffn_down;
   };
 
   const ModelFile& file_;

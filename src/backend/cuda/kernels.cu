@@ -4,15 +4,27 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "backend/cuda/launch.cuh"
 
 namespace kipp::cuda {
 namespace {
 
 constexpr uint32_t kWarp = 32;
-constexpr uint32_t kBlockValues = 32;    // weights per quantization block
 constexpr uint32_t kMatmulTokens = 8;    // batch rows a warp carries per pass over a weight row (warp_sum_8)
 constexpr uint32_t kWarpsPerBlock = 8;
+constexpr uint32_t kHeadValuesPerLane = 4;  // head_dim 128 over 32 lanes
+// Small products split each weight row over up to 8 warps until a launch has this many blocks (about
+// 8 per multiprocessor of an H100 or H200), so that enough loads are in flight to use the HBM.
+constexpr uint32_t kProductBlocks = 1024;
+// Attention splits a row's context over several warps while fewer than kAttentionWarps (row,
+// head) pairs would keep the GPU busy: at most kMaxSplits pieces, each of at least
+// kMinSplitPositions positions.
+constexpr uint32_t kAttentionWarps = 4096;
+constexpr uint32_t kMaxSplits = 64;
+constexpr uint32_t kMinSplitPositions = 32;
 // The tensor-core product: batches of at least kTensorRows rows, in tiles of 64 rows x 64
 // features, 32 columns (one quantization block) staged at a time, by 4 warps.
 constexpr uint32_t kTensorRows = 32;
@@ -25,10 +37,7 @@ namespace wmma = nvcuda::wmma;
 
 __device__ float bf16_value(uint16_t bits) { return __uint_as_float(uint32_t(bits) << 16); }
 
-__device__ float fp16_value(const uint8_t* p) {
-  const uint16_t bits = uint16_t(p[0]) | uint16_t(p[1]) << 8;
-  return __half2float(__ushort_as_half(bits));
-}
+__device__ float fp16_value(uint16_t bits) { return __half2float(__ushort_as_half(bits)); }
 
 __device__ float warp_sum(float value) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
@@ -54,26 +63,44 @@ __device__ float warp_sum_8(float (&v)[8], uint32_t lane) {
   return total;
 }
 
-// Weight (row, column = block * 32 + lane), widened to FP32.
-__device__ float weight_at(const DeviceWeight& w, uint32_t row, uint32_t block, uint32_t lane) {
-  const uint64_t column = uint64_t(block) * kBlockValues + lane;
-  switch (w.format) {
-    case WeightFormat::f32:
-      return reinterpret_cast<const float*>(w.data)[uint64_t(row) * w.cols + column];
-    case WeightFormat::bf16:
-      return bf16_value(reinterpret_cast<const uint16_t*>(w.data)[uint64_t(row) * w.cols + column]);
-    case WeightFormat::q8_0: {
-      const uint8_t* b = w.data + (uint64_t(row) * (w.cols / kBlockValues) + block) * 34;
-      return fp16_value(b) * float(int8_t(b[2 + lane]));
+// Columns of a weight row that one 16-byte load of its values plane holds.
+__host__ __device__ constexpr uint32_t load_columns(WeightFormat format) {
+  return format == WeightFormat::f32 ? 4 : format == WeightFormat::bf16 ? 8 : format == WeightFormat::q8_0 ? 16 : 32;
+}
+
+// Load `chunk` of weight row `row` (columns chunk * C .. chunk * C + C - 1), widened to FP32, from
+// the planes of weight_planes.h.
+template <WeightFormat F>
+__device__ void load_weights(const DeviceWeight& w, uint32_t row, uint32_t chunk, float (&out)[load_columns(F)]) {
+  const uint64_t index = uint64_t(row) * (w.cols / load_columns(F)) + chunk;
+  const uint4 bits = reinterpret_cast<const uint4*>(w.data)[index];
+  const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
+  if constexpr (F == WeightFormat::f32) {
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) out[i] = __uint_as_float(words[i]);
+  } else if constexpr (F == WeightFormat::bf16) {
+#pragma unroll
+    for (uint32_t i = 0; i < 4; ++i) {
+      out[2 * i] = __uint_as_float(words[i] << 16);
+      out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
     }
-    case WeightFormat::affine4: {
-      const uint8_t* b = w.data + (uint64_t(row) * (w.cols / kBlockValues) + block) * 20;
-      const uint8_t byte = b[4 + (lane & 15)];
-      const uint32_t q = lane < 16 ? byte & 15 : byte >> 4;
-      return fp16_value(b) * float(q) + fp16_value(b + 2);
+  } else if constexpr (F == WeightFormat::q8_0) {
+    const float scale = fp16_value(w.scales[index / 2]);  // two loads per 32-weight block
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) out[j] = scale * float(int8_t(uint8_t(words[j / 4] >> (8 * (j % 4)))));
+  } else {
+    const float scale = fp16_value(w.scales[2 * index]), minimum = fp16_value(w.scales[2 * index + 1]);
+#pragma unroll
+    for (uint32_t j = 0; j < 16; ++j) {
+      const uint32_t byte = words[j / 4] >> (8 * (j % 4)) & 0xff;
+      out[j] = scale * float(byte & 15) + minimum;
+      out[j + 16] = scale * float(byte >> 4) + minimum;
     }
   }
-  return 0.0f;
+}
+
+__device__ void write_output(float* y, uint64_t index, float value, Write write) {
+  y[index] = write == Write::add ? y[index] + value : value;
 }
 
 __global__ void embed_kernel(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out) {
@@ -105,31 +132,56 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t wi
   for (uint32_t i = threadIdx.x; i < width; i += blockDim.x) out_row[i] = row[i] * scale * weight[i];
 }
 
-// One warp per output feature and group of kMatmulTokens batch rows: the warp walks the weight
-// row once, each lane taking one weight of every 32-weight block, and keeps one sum per row.
-__global__ void matmul_kernel(DeviceWeight w, const float* x, uint32_t rows, float* y) {
-  const uint32_t feature = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
-  const uint32_t lane = threadIdx.x % kWarp;
-  if (feature >= w.rows) return;
+// `parts` warps per output feature (1, 2, 4 or 8) and kMatmulTokens batch rows per block row: each
+// warp streams its share of the weight row in 16-byte loads, each lane widening one load at a
+// time and multiplying it into one sum per batch row. The warp reduces its sums; with several
+// parts, the feature's first warp adds the parts' totals in order (deterministic, no atomics).
+template <WeightFormat F>
+__global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uint32_t parts, float* y, Write write) {
+  constexpr uint32_t kColumns = load_columns(F);
+  __shared__ float part_totals[kWarpsPerBlock][kMatmulTokens];
+  const uint32_t slot = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const uint32_t feature = blockIdx.x * (kWarpsPerBlock / parts) + slot / parts, part = slot % parts;
+  const bool active = feature < w.rows;  // the same for the whole warp; every warp reaches the barrier below
   const uint32_t first = blockIdx.y * kMatmulTokens;
   const uint32_t count = min(kMatmulTokens, rows - first);
   float sums[kMatmulTokens] = {};
-  const uint32_t blocks = w.cols / kBlockValues;
-  for (uint32_t block = 0; block < blocks; ++block) {
-    const float weight = weight_at(w, feature, block, lane);
-    const float* column = x + uint64_t(first) * w.cols + uint64_t(block) * kBlockValues + lane;
+  const uint32_t chunks = active ? w.cols / kColumns : 0;
+#pragma unroll 2
+  for (uint32_t chunk = part * kWarp + lane; chunk < chunks; chunk += parts * kWarp) {
+    float weights[kColumns];
+    load_weights<F>(w, feature, chunk, weights);
 #pragma unroll
-    for (uint32_t t = 0; t < kMatmulTokens; ++t)
-      if (t < count) sums[t] += weight * column[uint64_t(t) * w.cols];
+    for (uint32_t t = 0; t < kMatmulTokens; ++t) {
+      if (t >= count) break;
+      const float4* column = reinterpret_cast<const float4*>(x + uint64_t(first + t) * w.cols + chunk * kColumns);
+      float sum = sums[t];
+#pragma unroll
+      for (uint32_t i = 0; i < kColumns / 4; ++i) {
+        const float4 v = column[i];
+        sum += weights[4 * i] * v.x + weights[4 * i + 1] * v.y + weights[4 * i + 2] * v.z + weights[4 * i + 3] * v.w;
+      }
+      sums[t] = sum;
+    }
   }
-  if (count == 1) {  // decode: one row (count is the same for the whole warp)
-    const float total = warp_sum(sums[0]);
-    if (lane == 0) y[uint64_t(first) * w.rows + feature] = total;
-    return;
+  // Which batch row's total this lane holds after the reduction (kMatmulTokens: none).
+  float total;
+  uint32_t t = kMatmulTokens;
+  if (count == 1) {  // decode: one row (count is the same for the whole block)
+    total = warp_sum(sums[0]);
+    if (lane == 0) t = 0;
+  } else {
+    total = warp_sum_8(sums, lane);
+    if ((lane & 3) == 0) t = (lane >> 4 & 1) * 4 + (lane >> 3 & 1) * 2 + (lane >> 2 & 1);
   }
-  const float total = warp_sum_8(sums, lane);
-  const uint32_t t = (lane >> 4 & 1) * 4 + (lane >> 3 & 1) * 2 + (lane >> 2 & 1);
-  if ((lane & 3) == 0 && t < count) y[uint64_t(first + t) * w.rows + feature] = total;
+  if (parts > 1) {
+    if (t < kMatmulTokens) part_totals[slot][t] = total;
+    __syncthreads();
+    if (part != 0) return;
+    for (uint32_t p = 1; p < parts; ++p)
+      if (t < kMatmulTokens) total += part_totals[slot + p][t];
+  }
+  if (active && t < count) write_output(y, uint64_t(first + t) * w.rows + feature, total, write);
 }
 
 // Splits each element of `big` into a TF32 value (kept in `big`) and the TF32 rounding of what
@@ -147,9 +199,12 @@ __device__ void split_tf32(Fragment& big, Fragment& small) {
 // y[r] = W x[r] on the tensor cores (sm_80 and later), for batches of many rows. 3xTF32 keeps FP32
 // accuracy: with x = xb + xs and w = wb + ws split as above, the sum of xs·wb, xb·ws and xb·wb
 // (xs·ws is below FP32's rounding) is accumulated in FP32. A block of 4 warps computes 64 rows x
-// 64 features: each pass stages 32 columns of both (weights widened to FP32) in shared memory,
-// and warp w owns rows 16w..16w+15, four 16x16 accumulators across the features.
-__global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t rows, float* y) {
+// 64 features: each pass stages 32 columns of both (weights widened to FP32, both read in 16-byte
+// loads) in shared memory, and warp w owns rows 16w..16w+15, four 16x16 accumulators across the
+// features.
+template <WeightFormat F>
+__global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t rows, float* y, Write write) {
+  constexpr uint32_t kColumns = load_columns(F), kLoadsPerRow = kTileDepth / kColumns;
   alignas(32) __shared__ float x_tile[kTile * kTileStride];
   alignas(32) __shared__ float w_tile[kTile * kTileStride];
   alignas(32) __shared__ float out_tile[kTileWarps * 16 * 16];  // one accumulator per warp at a time
@@ -159,11 +214,19 @@ __global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t ro
   for (auto& f : acc) wmma::fill_fragment(f, 0.0f);
   const uint32_t blocks = w.cols / kTileDepth;
   for (uint32_t block = 0; block < blocks; ++block) {
-    for (uint32_t i = threadIdx.x; i < kTile * kTileDepth; i += blockDim.x) {
-      const uint32_t r = i / kTileDepth, c = i % kTileDepth;
-      const uint32_t row = first_row + r, feature = first_feature + r;
-      x_tile[r * kTileStride + c] = row < rows ? x[uint64_t(row) * w.cols + block * kTileDepth + c] : 0.0f;
-      w_tile[r * kTileStride + c] = feature < w.rows ? weight_at(w, feature, block, c) : 0.0f;
+    for (uint32_t i = threadIdx.x; i < kTile * kTileDepth / 4; i += blockDim.x) {
+      const uint32_t r = i / (kTileDepth / 4), c = i % (kTileDepth / 4) * 4, row = first_row + r;
+      const float4 v = row < rows ? *reinterpret_cast<const float4*>(x + uint64_t(row) * w.cols + block * kTileDepth + c)
+                                  : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      float* to = x_tile + r * kTileStride + c;
+      to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
+    }
+    for (uint32_t i = threadIdx.x; i < kTile * kLoadsPerRow; i += blockDim.x) {
+      const uint32_t r = i / kLoadsPerRow, piece = i % kLoadsPerRow, feature = first_feature + r;
+      float weights[kColumns] = {};
+      if (feature < w.rows) load_weights<F>(w, feature, block * kLoadsPerRow + piece, weights);
+#pragma unroll
+      for (uint32_t j = 0; j < kColumns; ++j) w_tile[r * kTileStride + piece * kColumns + j] = weights[j];
     }
     __syncthreads();
 #pragma unroll
@@ -190,33 +253,9 @@ __global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t ro
     __syncwarp();
     for (uint32_t i = lane; i < 16 * 16; i += kWarp) {
       const uint32_t row = first_row + warp * 16 + i / 16, feature = first_feature + n * 16 + i % 16;
-      if (row < rows && feature < w.rows) y[uint64_t(row) * w.rows + feature] = out[i];
+      if (row < rows && feature < w.rows) write_output(y, uint64_t(row) * w.rows + feature, out[i], write);
     }
     __syncwarp();
-  }
-}
-
-// One warp per head of a row; head_dim is 128 (4 values per lane).
-__global__ void norm_rope_kernel(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim,
-                                 const float* weight, float eps, const int32_t* positions, float theta) {
-  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
-  const uint32_t lane = threadIdx.x % kWarp;
-  if (warp >= rows * heads_per_row) return;
-  const uint32_t row = warp / heads_per_row;
-  float* head = heads + uint64_t(warp) * head_dim;
-  float sum = 0.0f;
-  for (uint32_t i = lane; i < head_dim; i += kWarp) sum += head[i] * head[i];
-  const float scale = 1.0f / sqrtf(warp_sum(sum) / float(head_dim) + eps);
-  for (uint32_t i = lane; i < head_dim; i += kWarp) head[i] = head[i] * scale * weight[i];
-  __syncwarp();
-  const uint32_t half = head_dim / 2;
-  const double position = double(positions[row]);
-  for (uint32_t i = lane; i < half; i += kWarp) {
-    const double angle = position * pow(double(theta), -2.0 * double(i) / double(head_dim));
-    const float cos_a = float(cos(angle)), sin_a = float(sin(angle));
-    const float a = head[i], b = head[i + half];
-    head[i] = a * cos_a - b * sin_a;
-    head[i + half] = b * cos_a + a * sin_a;
   }
 }
 
@@ -224,67 +263,193 @@ __device__ uint64_t kv_offset(const PagedKv& kv, const KvStoreView& store, int32
   return ((uint64_t(kv.layer) * store.blocks + uint32_t(block)) * 32 + slot) * (kv.kv_heads * kv.head_dim);
 }
 
-__global__ void write_kv_kernel(const float* k, const float* v, uint32_t rows, PagedKv kv) {
-  const uint32_t width = kv.kv_heads * kv.head_dim;
-  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= uint64_t(rows) * width) return;
-  const uint32_t row = uint32_t(i / width), c = uint32_t(i % width);
-  const int32_t item = kv.row_item[row];
-  const int32_t position = kv.positions[row];
-  const KvStoreView store = kv.stores[item];
-  const int32_t block = kv.tables[kv.table_offset[item] + position / 32];
-  const uint64_t at = kv_offset(kv, store, block, uint32_t(position % 32)) + c;
-  store.k[at] = __bfloat16_as_ushort(__float2bfloat16_rn(k[i]));
-  store.v[at] = __bfloat16_as_ushort(__float2bfloat16_rn(v[i]));
-}
-
-// One warp per (row, query head): a running maximum, normalizer and weighted sum of V over the
-// positions 0..row's position (online softmax), each score the dot product times 1/sqrt(dim).
-__global__ void attend_kernel(const float* q, uint32_t rows, uint32_t q_heads, PagedKv kv, float* out) {
-  constexpr uint32_t kPerLane = 4;  // head_dim 128 / 32 lanes
+// One warp per head of a row's fused Q/K/V product. A Q or K head is normalized (RMSNorm with its
+// weight) and rotated (NeoX RoPE at the row's position: pairs i and i + head_dim / 2); a K or V
+// head is then stored as BF16 in the row's KV block.
+__global__ void prepare_heads_kernel(QkvRows qkv, uint32_t rows, const float* q_weight, const float* k_weight,
+                                     float eps, float theta, PagedKv kv) {
+  const uint32_t heads_per_row = qkv.q_heads + 2 * qkv.kv_heads;
   const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
   const uint32_t lane = threadIdx.x % kWarp;
-  if (warp >= rows * q_heads) return;
-  const uint32_t row = warp / q_heads, head = warp % q_heads;
-  const uint32_t kv_head = head / (q_heads / kv.kv_heads);
+  if (warp >= rows * heads_per_row) return;
+  const uint32_t row = warp / heads_per_row, index = warp % heads_per_row;  // Q heads, then K, then V
+  const uint32_t head_dim = qkv.head_dim;
+  float* head = qkv.base + uint64_t(row) * qkv.stride + index * head_dim;
+  const int32_t position = kv.positions[row];
+  if (index < qkv.q_heads + qkv.kv_heads) {
+    const float* weight = index < qkv.q_heads ? q_weight : k_weight;
+    float sum = 0.0f;
+    for (uint32_t i = lane; i < head_dim; i += kWarp) sum += head[i] * head[i];
+    const float scale = 1.0f / sqrtf(warp_sum(sum) / float(head_dim) + eps);
+    for (uint32_t i = lane; i < head_dim; i += kWarp) head[i] = head[i] * scale * weight[i];
+    __syncwarp();
+    const uint32_t half = head_dim / 2;
+    for (uint32_t i = lane; i < half; i += kWarp) {
+      const double angle = double(position) * pow(double(theta), -2.0 * double(i) / double(head_dim));
+      const float cos_a = float(cos(angle)), sin_a = float(sin(angle));
+      const float a = head[i], b = head[i + half];
+      head[i] = a * cos_a - b * sin_a;
+      head[i + half] = b * cos_a + a * sin_a;
+    }
+    __syncwarp();
+  }
+  if (index < qkv.q_heads) return;
+  const bool is_key = index < qkv.q_heads + qkv.kv_heads;
+  const uint32_t kv_head = index - qkv.q_heads - (is_key ? 0 : qkv.kv_heads);
   const int32_t item = kv.row_item[row];
-  const int32_t last = kv.positions[row];
+  const KvStoreView store = kv.stores[item];
+  const int32_t block = kv.tables[kv.table_offset[item] + position / 32];
+  uint16_t* target = (is_key ? store.k : store.v) + kv_offset(kv, store, block, uint32_t(position % 32)) +
+                     kv_head * head_dim;
+  for (uint32_t i = lane; i < head_dim; i += kWarp) target[i] = __bfloat16_as_ushort(__float2bfloat16_rn(head[i]));
+}
+
+// Online softmax over some positions: the running maximum score, the normalizer (sum of
+// exp(score - max)) and this lane's share of the exp-weighted sum of V.
+struct SoftmaxState {
+  float max = -INFINITY;
+  float normalizer = 0.0f;
+  float acc[kHeadValuesPerLane] = {};
+};
+
+// How many pieces attention splits each (row, head)'s context into: the same for every row of a
+// batch shape, so that a captured graph serves every step of that shape.
+uint32_t attention_splits(uint32_t rows, uint32_t q_heads) {
+  const uint32_t pairs = rows * q_heads;
+  return pairs >= kAttentionWarps / 2 ? 1 : std::min(kMaxSplits, kAttentionWarps / pairs);
+}
+
+__device__ float warp_max(float value) {
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  return value;
+}
+
+// One warp per (row, query head, piece of the context): online softmax over the piece's positions,
+// 32 at a time (one KV block, since pieces start on block boundaries). Each lane scores one
+// position (its key read in 16-byte loads against the query in shared memory), the warp rescales
+// by the new maximum once per block, then each lane adds the block's weighted values for its 4
+// of the head's 128 dimensions. With one piece the warp writes the head's output; otherwise its
+// SoftmaxState goes to `partials` for merge_kernel.
+__global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t splits, float* partials, float* out) {
+  constexpr uint32_t kHeadDim = kWarp * kHeadValuesPerLane;
+  __shared__ float queries[kWarpsPerBlock][kHeadDim];
+  __shared__ float weights[kWarpsPerBlock][kWarp];
+  const uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp, slot = threadIdx.x / kWarp;
+  if (warp >= rows * qkv.q_heads * splits) return;
+  const uint32_t pair = warp / splits, split = warp % splits;
+  const uint32_t row = pair / qkv.q_heads, head = pair % qkv.q_heads;
+  const uint32_t kv_head = head / (qkv.q_heads / kv.kv_heads);
+  const int32_t item = kv.row_item[row];
+  const uint32_t length = uint32_t(kv.positions[row]) + 1;
+  const uint32_t piece = max(kMinSplitPositions, (length + splits - 1) / splits + kWarp - 1) / kWarp * kWarp;
+  const uint32_t begin = split * piece, end = min(length, begin + piece);
   const KvStoreView store = kv.stores[item];
   const int32_t* table = kv.tables + kv.table_offset[item];
-  const float* query = q + uint64_t(warp) * kv.head_dim + lane * kPerLane;
-  const float scale = rsqrtf(float(kv.head_dim));
-  float running_max = -INFINITY, normalizer = 0.0f, acc[kPerLane] = {};
-  for (int32_t p = 0; p <= last; ++p) {
-    const uint64_t base =
-        kv_offset(kv, store, table[p / 32], uint32_t(p % 32)) + kv_head * kv.head_dim + lane * kPerLane;
-    float dot = 0.0f;
+  const uint32_t slot_stride = kv.kv_heads * kHeadDim;  // from one position's heads to the next's
+  float* query = queries[slot];
+  const float* query_from = qkv.q() + uint64_t(row) * qkv.stride + head * kHeadDim;
+  for (uint32_t i = lane; i < kHeadDim; i += kWarp) query[i] = query_from[i];
+  __syncwarp();
+  const float scale = rsqrtf(float(kHeadDim));
+  SoftmaxState state;
+  for (uint32_t first = begin; first < end; first += kWarp) {
+    const uint64_t block_base = kv_offset(kv, store, table[first / kWarp], 0) + kv_head * kHeadDim;
+    const uint32_t count = min(kWarp, end - first);
+    float score = -INFINITY;
+    if (lane < count) {
+      const uint4* key = reinterpret_cast<const uint4*>(store.k + block_base + uint64_t(lane) * slot_stride);
+      float dot = 0.0f;
 #pragma unroll
-    for (uint32_t i = 0; i < kPerLane; ++i) dot += query[i] * bf16_value(store.k[base + i]);
-    const float score = warp_sum(dot) * scale;
-    const float new_max = fmaxf(running_max, score);
-    const float correction = expf(running_max - new_max);
-    const float weight = expf(score - new_max);
-    normalizer = normalizer * correction + weight;
+      for (uint32_t c = 0; c < kHeadDim / 8; ++c) {
+        const uint4 bits = key[c];
+        const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
 #pragma unroll
-    for (uint32_t i = 0; i < kPerLane; ++i) acc[i] = acc[i] * correction + weight * bf16_value(store.v[base + i]);
-    running_max = new_max;
+        for (uint32_t i = 0; i < 4; ++i)
+          dot += query[c * 8 + 2 * i] * __uint_as_float(words[i] << 16) +
+                 query[c * 8 + 2 * i + 1] * __uint_as_float(words[i] & 0xffff0000u);
+      }
+      score = dot * scale;
+    }
+    const float new_max = fmaxf(state.max, warp_max(score));
+    const float correction = expf(state.max - new_max);  // 0 before the first block
+    const float weight = expf(score - new_max);           // 0 past the piece's end
+    state.normalizer = state.normalizer * correction + warp_sum(weight);
+    state.max = new_max;
+    weights[slot][lane] = weight;
+    __syncwarp();
+#pragma unroll
+    for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) state.acc[i] *= correction;
+    for (uint32_t j = 0; j < count; ++j) {
+      const uint2 bits =
+          *reinterpret_cast<const uint2*>(store.v + block_base + uint64_t(j) * slot_stride + lane * kHeadValuesPerLane);
+      const float w = weights[slot][j];
+      state.acc[0] += w * __uint_as_float(bits.x << 16);
+      state.acc[1] += w * __uint_as_float(bits.x & 0xffff0000u);
+      state.acc[2] += w * __uint_as_float(bits.y << 16);
+      state.acc[3] += w * __uint_as_float(bits.y & 0xffff0000u);
+    }
+    __syncwarp();  // every lane has read the weights before the next block's overwrite them
   }
-  float* target = out + uint64_t(warp) * kv.head_dim + lane * kPerLane;
+  if (splits == 1) {
+    float* target = out + uint64_t(pair) * kHeadDim + lane * kHeadValuesPerLane;
 #pragma unroll
-  for (uint32_t i = 0; i < kPerLane; ++i) target[i] = acc[i] / normalizer;
+    for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) target[i] = state.acc[i] / state.normalizer;
+    return;
+  }
+  // A piece past the row's length stays empty: maximum -inf, normalizer 0.
+  float* partial = partials + uint64_t(warp) * (kHeadDim + 2);
+  if (lane == 0) {
+    partial[0] = state.max;
+    partial[1] = state.normalizer;
+  }
+#pragma unroll
+  for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) partial[2 + lane * kHeadValuesPerLane + i] = state.acc[i];
 }
 
-__global__ void silu_mul_kernel(const float* gate, const float* up, size_t n, float* out) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+// One warp per (row, query head): merges the pieces' states, each rescaled to the overall maximum.
+__global__ void merge_kernel(uint32_t pairs, uint32_t head_dim, uint32_t splits, const float* partials, float* out) {
+  const uint32_t pair = (blockIdx.x * blockDim.x + threadIdx.x) / kWarp;
+  const uint32_t lane = threadIdx.x % kWarp;
+  if (pair >= pairs) return;
+  const float* first = partials + uint64_t(pair) * splits * (head_dim + 2);
+  float overall = -INFINITY;
+  for (uint32_t s = 0; s < splits; ++s) overall = fmaxf(overall, first[s * (head_dim + 2)]);
+  float normalizer = 0.0f, acc[kHeadValuesPerLane] = {};
+  for (uint32_t s = 0; s < splits; ++s) {
+    const float* partial = first + s * (head_dim + 2);
+    const float factor = expf(partial[0] - overall);  // 0 for an empty piece
+    normalizer += partial[1] * factor;
+#pragma unroll
+    for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) acc[i] += partial[2 + lane * kHeadValuesPerLane + i] * factor;
+  }
+  float* target = out + uint64_t(pair) * head_dim + lane * kHeadValuesPerLane;
+#pragma unroll
+  for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) target[i] = acc[i] / normalizer;
 }
 
-__global__ void add_kernel(float* x, const float* delta, size_t n) {
-  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) x[i] += delta[i];
+__global__ void silu_mul_kernel(const float* gate_up, uint32_t rows, uint32_t width, float* out) {
+  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= uint64_t(rows) * width) return;
+  const uint64_t gate = i / width * 2 * width + i % width;
+  out[i] = gate_up[gate] / (1.0f + expf(-gate_up[gate])) * gate_up[gate + width];
+}
+
+// Calls launch_as(std::integral_constant<WeightFormat, format>) to pick a kernel made for `format`.
+template <class Launch>
+void for_format(WeightFormat format, Launch&& launch_as) {
+  switch (format) {
+    case WeightFormat::f32: return launch_as(std::integral_constant<WeightFormat, WeightFormat::f32>{});
+    case WeightFormat::bf16: return launch_as(std::integral_constant<WeightFormat, WeightFormat::bf16>{});
+    case WeightFormat::q8_0: return launch_as(std::integral_constant<WeightFormat, WeightFormat::q8_0>{});
+    case WeightFormat::affine4: return launch_as(std::integral_constant<WeightFormat, WeightFormat::affine4>{});
+  }
 }
 
 unsigned blocks_for(uint64_t threads, unsigned per_block) { return unsigned((threads + per_block - 1) / per_block); }
+
+// Enough blocks of kWarpsPerBlock warps for `warps` warps.
+unsigned blocks_of_warps(uint64_t warps) { return blocks_for(warps * kWarp, kWarpsPerBlock * kWarp); }
 
 }  // namespace
 
@@ -301,37 +466,41 @@ void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width
   launch(rms_norm_kernel, rows, kWarpsPerBlock * kWarp, s, x, weight, width, eps, out);
 }
 
-void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s) {
-  if (rows >= kTensorRows) {
-    const dim3 grid(blocks_for(w.rows, kTile), blocks_for(rows, kTile));
-    launch(matmul_tensor_kernel, grid, kTileWarps * kWarp, s, w, x, rows, y);
-    return;
-  }
-  const dim3 grid(blocks_for(uint64_t(w.rows) * kWarp, kWarpsPerBlock * kWarp), blocks_for(rows, kMatmulTokens));
-  launch(matmul_kernel, grid, kWarpsPerBlock * kWarp, s, w, x, rows, y);
+void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s) {
+  for_format(w.format, [&](auto format) {
+    constexpr WeightFormat F = decltype(format)::value;
+    if (rows >= kTensorRows) {
+      const dim3 grid(blocks_for(w.rows, kTile), blocks_for(rows, kTile));
+      launch(matmul_tensor_kernel<F>, grid, kTileWarps * kWarp, s, w, x, rows, y, write);
+    } else {
+      uint32_t parts = 1;
+      while (parts < kWarpsPerBlock && blocks_of_warps(uint64_t(w.rows) * parts) < kProductBlocks) parts *= 2;
+      const dim3 grid(blocks_of_warps(uint64_t(w.rows) * parts), blocks_for(rows, kMatmulTokens));
+      launch(matvec_kernel<F>, grid, kWarpsPerBlock * kWarp, s, w, x, rows, parts, y, write);
+    }
+  });
 }
 
-void norm_rope_heads(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim, const float* weight,
-                     float eps, const int32_t* positions, float theta, cudaStream_t s) {
-  launch(norm_rope_kernel, blocks_for(uint64_t(rows) * heads_per_row * kWarp, kWarpsPerBlock * kWarp),
-         kWarpsPerBlock * kWarp, s, heads, rows, heads_per_row, head_dim, weight, eps, positions, theta);
+void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, const float* k_weight, float eps,
+                   float theta, const PagedKv& kv, cudaStream_t s) {
+  launch(prepare_heads_kernel, blocks_of_warps(uint64_t(rows) * (qkv.q_heads + 2 * qkv.kv_heads)),
+         kWarpsPerBlock * kWarp, s, qkv, rows, q_weight, k_weight, eps, theta, kv);
 }
 
-void write_kv(const float* k, const float* v, uint32_t rows, const PagedKv& kv, cudaStream_t s) {
-  launch(write_kv_kernel, blocks_for(uint64_t(rows) * kv.kv_heads * kv.head_dim, 256), 256, s, k, v, rows, kv);
+size_t attention_scratch_floats(uint32_t head_dim) { return size_t(kAttentionWarps) * (head_dim + 2); }
+
+void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch, float* out, cudaStream_t s) {
+  const uint32_t splits = attention_splits(rows, qkv.q_heads);
+  const uint64_t pairs = uint64_t(rows) * qkv.q_heads;
+  launch(attend_kernel, blocks_of_warps(pairs * splits), kWarpsPerBlock * kWarp, s, qkv, rows, kv, splits, scratch,
+         out);
+  if (splits > 1)
+    launch(merge_kernel, blocks_of_warps(pairs), kWarpsPerBlock * kWarp, s, uint32_t(pairs), kv.head_dim, splits,
+           static_cast<const float*>(scratch), out);
 }
 
-void attend(const float* q, uint32_t rows, uint32_t q_heads, const PagedKv& kv, float* out, cudaStream_t s) {
-  launch(attend_kernel, blocks_for(uint64_t(rows) * q_heads * kWarp, kWarpsPerBlock * kWarp), kWarpsPerBlock * kWarp, s,
-         q, rows, q_heads, kv, out);
-}
-
-void silu_mul(const float* gate, const float* up, size_t n, float* out, cudaStream_t s) {
-  launch(silu_mul_kernel, blocks_for(n, 256), 256, s, gate, up, n, out);
-}
-
-void add_in_place(float* x, const float* delta, size_t n, cudaStream_t s) {
-  launch(add_kernel, blocks_for(n, 256), 256, s, x, delta, n);
+void silu_mul(const float* gate_up, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
+  launch(silu_mul_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, gate_up, rows, width, out);
 }
 
 }  // namespace kipp::cuda

@@ -1,7 +1,8 @@
 // The CUDA backend's kernels, one per step of the forward pass, each launched on the backend's
 // stream. Activations are FP32 rows (one per batch token); K/V are BF16 in paged stores laid out
 // like the host's ([layer][physical block][32][kv_head][head_dim]); weights stay in the
-// artifact's formats (BF16, q8_0, affine4 = ggml Q4_1) and are widened as they are read.
+// artifact's formats (BF16, q8_0, affine4 = ggml Q4_1), split into planes (weight_planes.h), and
+// are widened as they are read.
 //
 // Written for correctness first: every kernel follows the cpu-ref operation it replaces, and
 // the gates compare the whole forward pass with cpu-ref on a GPU.
@@ -16,7 +17,8 @@
 namespace kipp::cuda {
 
 struct DeviceWeight {
-  const uint8_t* data = nullptr;
+  const uint8_t* data = nullptr;     // the values plane
+  const uint16_t* scales = nullptr;  // the scales plane: fp16 (q8_0) or fp16 pairs (affine4)
   WeightFormat format = WeightFormat::f32;
   uint32_t rows = 0;  // output features
   uint32_t cols = 0;  // input features
@@ -48,20 +50,37 @@ void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t w
 // out = x / rms(x) * weight, per row of `width`; out may be x.
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s);
-// y[r] = W x[r] for every row r of x, each output element an FP32 sum over the columns: a warp per
-// feature and 8 rows for small batches, the tensor cores (3xTF32, FP32-accurate) for large ones.
-void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, cudaStream_t s);
-// Per head of every row: RMSNorm with `weight` (head_dim values), then NeoX RoPE at the row's
-// position (pairs i and i + head_dim / 2), as cpu-ref's rms_norm_heads and rope_heads.
-void norm_rope_heads(float* heads, uint32_t rows, uint32_t heads_per_row, uint32_t head_dim, const float* weight,
-                     float eps, const int32_t* positions, float theta, cudaStream_t s);
-// Stores each row's K and V (kv_heads * head_dim values) as BF16 at its position.
-void write_kv(const float* k, const float* v, uint32_t rows, const PagedKv& kv, cudaStream_t s);
-// Causal attention of each row's q_heads over positions 0..its own, online softmax; GQA.
-void attend(const float* q, uint32_t rows, uint32_t q_heads, const PagedKv& kv, float* out, cudaStream_t s);
-// out = silu(gate) * up.
-void silu_mul(const float* gate, const float* up, size_t n, float* out, cudaStream_t s);
-// x += delta.
-void add_in_place(float* x, const float* delta, size_t n, cudaStream_t s);
+// Whether a product replaces y or adds to it (the residual connections).
+enum class Write { replace, add };
+// y[r] = W x[r] (or y[r] += W x[r]) for every row r of x, each output element an FP32 sum over the
+// columns: a warp per feature streaming 16-byte weight loads for small batches, the tensor cores
+// (3xTF32, FP32-accurate) for large ones.
+void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s);
+
+// The rows of the fused Q/K/V product: q_heads query heads, then kv_heads key heads, then
+// kv_heads value heads, each head_dim values, `stride` floats from one row to the next.
+struct QkvRows {
+  float* base;
+  uint32_t stride;
+  uint32_t q_heads, kv_heads, head_dim;
+  __host__ __device__ float* q() const { return base; }
+  __host__ __device__ float* k() const { return base + q_heads * head_dim; }
+  __host__ __device__ float* v() const { return base + (q_heads + kv_heads) * head_dim; }
+};
+
+// Per Q and K head of every row: RMSNorm with its weight (head_dim values), then NeoX RoPE at the
+// row's position (pairs i and i + head_dim / 2), as cpu-ref's rms_norm_heads and rope_heads; then
+// each row's K and V heads are stored as BF16 at its position. One launch for all three.
+void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, const float* k_weight, float eps,
+                   float theta, const PagedKv& kv, cudaStream_t s);
+
+// Scratch for attention split over the context: room for attention_scratch_floats(head_dim).
+size_t attention_scratch_floats(uint32_t head_dim);
+// Causal attention of each row's query heads over positions 0..its own, online softmax; GQA.
+// Few (row, head) pairs (decode) split the context over several warps (flash-decoding), whose
+// partial results are then merged; `scratch` holds them.
+void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch, float* out, cudaStream_t s);
+// out[r][i] = silu(gate_up[r][i]) * gate_up[r][width + i]: the fused gate/up product's halves.
+void silu_mul(const float* gate_up, uint32_t rows, uint32_t width, float* out, cudaStream_t s);
 
 }  // namespace kipp::cuda
