@@ -3,11 +3,14 @@
 // against cpu-ref (backend_gate_test.cpp) run on it too: kipp_cuda_emulated_tests, cuda cases.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cuda/launch.cuh"
 #include "cuda_runtime.h"
 #include "logit_checks.h"
 #include "model/model_file.h"
@@ -65,6 +68,46 @@ TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
   EXPECT_EQ(replayed, plain);
 }
 
+// Batches small enough for the per-row products (decode) are batch-invariant: a session's decode
+// steps give the same bits alone as beside other sessions at other positions (the attention split
+// and the products' sums depend only on the row). What the server's concurrent greedy requests
+// rely on to match the same request alone.
+TEST(CudaEmulated, DecodeBatchesOfUnder32RowsAreBitwiseBatchInvariant) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  const uint32_t vocab = (*file)->checkpoint().vocab();
+  auto cuda = create_backend("cuda", **file);
+  ASSERT_TRUE(cuda.ok()) << cuda.error().message;
+  const std::vector<uint32_t> lengths = {70, 33, 5};
+  std::vector<std::vector<uint32_t>> prompts;
+  std::vector<std::unique_ptr<BackendSession>> alone, together;
+  for (uint32_t i = 0; i < lengths.size(); ++i) {
+    prompts.push_back(testing::random_prompt(lengths[i] + 2, 40 + i));
+    for (auto* sessions : {&alone, &together}) {
+      auto session = (*cuda)->create_session(128);
+      ASSERT_TRUE(session.ok());
+      EvalItem prefill{session->get(), std::span(prompts[i]).first(lengths[i]), 0, 0, nullptr, {}};
+      ASSERT_TRUE((*cuda)->eval(std::span(&prefill, 1)).ok());
+      sessions->push_back(std::move(*session));
+    }
+  }
+  // Two steps: each session alone, then all three in one call.
+  std::vector<float> one(vocab), three(lengths.size() * vocab);
+  for (uint32_t step = 0; step < 2; ++step) {
+    std::vector<EvalItem> batch;
+    for (uint32_t i = 0; i < lengths.size(); ++i)
+      batch.push_back({together[i].get(), std::span(prompts[i]).subspan(lengths[i] + step, 1), lengths[i] + step, 1,
+                       three.data() + i * vocab, {}});
+    ASSERT_TRUE((*cuda)->eval(batch).ok());
+    for (uint32_t i = 0; i < lengths.size(); ++i) {
+      EvalItem item{alone[i].get(), batch[i].tokens, batch[i].start_position, 1, one.data(), {}};
+      ASSERT_TRUE((*cuda)->eval(std::span(&item, 1)).ok());
+      EXPECT_TRUE(std::equal(one.begin(), one.end(), three.begin() + i * vocab))
+          << "session " << i << " at position " << batch[i].start_position;
+    }
+  }
+}
+
 // ---- the emulator itself: barriers, shuffles and the failures it must report ----
 
 void warp_sums(const float* in, float* out) {
@@ -107,6 +150,22 @@ TEST(CudaEmulator, AShuffleThatHalfAWarpSkipsIsALaunchFailure) {
       << cudaGetErrorString(cudaErrorLaunchFailure);
   kipp_emu::clear_fault();
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+void vector_loads_every_4_bytes(const uint8_t* bytes, unsigned* out) {
+  out[threadIdx.x] = cuda::load_vector<uint4>(bytes + 4 * threadIdx.x).x;  // aligned for every fourth thread only
+}
+
+TEST(CudaEmulator, AMisalignedVectorLoadIsALaunchFailure) {
+  alignas(16) uint8_t bytes[32 * 4 + 16] = {};
+  std::vector<unsigned> out(32);
+  kipp_emu::launch_kernel(&vector_loads_every_4_bytes, dim3(1), dim3(32), nullptr, bytes, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaErrorLaunchFailure);
+  EXPECT_NE(kipp_emu::fault().find("16-byte vector load from misaligned address"), std::string::npos)
+      << kipp_emu::fault();
+  kipp_emu::clear_fault();
+  kipp_emu::launch_kernel(&vector_loads_every_4_bytes, dim3(1), dim3(1), nullptr, bytes, out.data());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "thread 0 alone reads at offset 0: " << kipp_emu::fault();
 }
 
 TEST(CudaEmulator, AGraphReplaysTheArgumentsItCaptured) {

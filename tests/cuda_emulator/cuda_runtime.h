@@ -140,6 +140,20 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_
   run_grid(grid, block, stream, [kernel, arguments] { std::apply(kernel, *arguments); });
 }
 
+// Reports a vector load from an address not aligned as the GPU requires (a launch failure there).
+void misaligned_load(const void* address, size_t alignment);
+
+template <class V>
+V load_aligned(const void* address) {
+  V value{};
+  if (reinterpret_cast<uintptr_t>(address) % alignof(V) != 0) {
+    misaligned_load(address, alignof(V));
+    return value;
+  }
+  std::memcpy(&value, address, sizeof value);
+  return value;
+}
+
 // Graphs replayed so far, so that a test can tell that a code path replays one.
 uint64_t graph_launches();
 

@@ -426,6 +426,12 @@ void run_grid(dim3 grid, dim3 block, cudaStream_t stream, std::function<void()> 
   on_stream(stream, [grid, block, body = std::move(thread_body)] { execute_grid(grid, block, body); });
 }
 
+void misaligned_load(const void* address, size_t alignment) {
+  char where[32];
+  std::snprintf(where, sizeof where, "%p", address);
+  report_fault("a " + std::to_string(alignment) + "-byte vector load from misaligned address " + where);
+}
+
 uint64_t graph_launches() { return graph_launch_count; }
 
 std::string fault() {

@@ -225,7 +225,7 @@ class Model final : public BackendModel {
     KIPP_TRY(grow(a_.x_norm, size_t(rows) * c_.hidden * f, "activations"));
     KIPP_TRY(grow(a_.qkv, size_t(rows) * qkv_width() * f, "activations"));
     KIPP_TRY(grow(a_.attention, size_t(rows) * c_.attention_width() * f, "activations"));
-    KIPP_TRY(grow(a_.attention_scratch, attention_scratch_floats(c_.head_dim()) * f, "activations"));
+    KIPP_TRY(grow(a_.attention_scratch, attention_scratch_floats(c_.q_heads, c_.head_dim()) * f, "activations"));
     KIPP_TRY(grow(a_.gate_up, size_t(rows) * 2 * c_.ffn * f, "activations"));
     KIPP_TRY(grow(a_.gate, size_t(rows) * c_.ffn * f, "activations"));
     // Room for every item's whole block table, so that a growing context does not move it.

@@ -4,7 +4,6 @@
 #include <cuda_fp16.h>
 #include <mma.h>
 
-#include <algorithm>
 #include <type_traits>
 
 #include "backend/cuda/launch.cuh"
@@ -19,12 +18,9 @@ constexpr uint32_t kHeadValuesPerLane = 4;  // head_dim 128 over 32 lanes
 // Small products split each weight row over up to 8 warps until a launch has this many blocks (about
 // 8 per multiprocessor of an H100 or H200), so that enough loads are in flight to use the HBM.
 constexpr uint32_t kProductBlocks = 1024;
-// Attention splits a row's context over several warps while fewer than kAttentionWarps (row,
-// head) pairs would keep the GPU busy: at most kMaxSplits pieces, each of at least
-// kMinSplitPositions positions.
-constexpr uint32_t kAttentionWarps = 4096;
-constexpr uint32_t kMaxSplits = 64;
-constexpr uint32_t kMinSplitPositions = 32;
+// A batch of fewer than kTensorRows rows (decode) splits each row's context into kDecodeSplits
+// pieces of whole KV blocks, a warp each; larger batches keep one warp per row and head.
+constexpr uint32_t kDecodeSplits = 32;
 // The tensor-core product: batches of at least kTensorRows rows, in tiles of 64 rows x 64
 // features, 32 columns (one quantization block) staged at a time, by 4 warps.
 constexpr uint32_t kTensorRows = 32;
@@ -73,7 +69,7 @@ __host__ __device__ constexpr uint32_t load_columns(WeightFormat format) {
 template <WeightFormat F>
 __device__ void load_weights(const DeviceWeight& w, uint32_t row, uint32_t chunk, float (&out)[load_columns(F)]) {
   const uint64_t index = uint64_t(row) * (w.cols / load_columns(F)) + chunk;
-  const uint4 bits = reinterpret_cast<const uint4*>(w.data)[index];
+  const uint4 bits = load_vector<uint4>(w.data + index * 16);
   const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
   if constexpr (F == WeightFormat::f32) {
 #pragma unroll
@@ -154,11 +150,11 @@ __global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uin
 #pragma unroll
     for (uint32_t t = 0; t < kMatmulTokens; ++t) {
       if (t >= count) break;
-      const float4* column = reinterpret_cast<const float4*>(x + uint64_t(first + t) * w.cols + chunk * kColumns);
+      const float* column = x + uint64_t(first + t) * w.cols + chunk * kColumns;
       float sum = sums[t];
 #pragma unroll
       for (uint32_t i = 0; i < kColumns / 4; ++i) {
-        const float4 v = column[i];
+        const float4 v = load_vector<float4>(column + 4 * i);
         sum += weights[4 * i] * v.x + weights[4 * i + 1] * v.y + weights[4 * i + 2] * v.z + weights[4 * i + 3] * v.w;
       }
       sums[t] = sum;
@@ -216,7 +212,7 @@ __global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t ro
   for (uint32_t block = 0; block < blocks; ++block) {
     for (uint32_t i = threadIdx.x; i < kTile * kTileDepth / 4; i += blockDim.x) {
       const uint32_t r = i / (kTileDepth / 4), c = i % (kTileDepth / 4) * 4, row = first_row + r;
-      const float4 v = row < rows ? *reinterpret_cast<const float4*>(x + uint64_t(row) * w.cols + block * kTileDepth + c)
+      const float4 v = row < rows ? load_vector<float4>(x + uint64_t(row) * w.cols + block * kTileDepth + c)
                                   : float4{0.0f, 0.0f, 0.0f, 0.0f};
       float* to = x_tile + r * kTileStride + c;
       to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
@@ -312,12 +308,11 @@ struct SoftmaxState {
   float acc[kHeadValuesPerLane] = {};
 };
 
-// How many pieces attention splits each (row, head)'s context into: the same for every row of a
-// batch shape, so that a captured graph serves every step of that shape.
-uint32_t attention_splits(uint32_t rows, uint32_t q_heads) {
-  const uint32_t pairs = rows * q_heads;
-  return pairs >= kAttentionWarps / 2 ? 1 : std::min(kMaxSplits, kAttentionWarps / pairs);
-}
+// How many pieces attention splits each (row, head)'s context into. The same for every batch of
+// the per-row products' sizes, so that a row's logits there do not depend on the rest of its batch
+// (the products' per-row sums do not either), and fixed per batch shape, so that a captured graph
+// serves every step of that shape as the context grows.
+uint32_t attention_splits(uint32_t rows) { return rows < kTensorRows ? kDecodeSplits : 1; }
 
 __device__ float warp_max(float value) {
   for (int offset = kWarp / 2; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
@@ -342,7 +337,7 @@ __global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t s
   const uint32_t kv_head = head / (qkv.q_heads / kv.kv_heads);
   const int32_t item = kv.row_item[row];
   const uint32_t length = uint32_t(kv.positions[row]) + 1;
-  const uint32_t piece = max(kMinSplitPositions, (length + splits - 1) / splits + kWarp - 1) / kWarp * kWarp;
+  const uint32_t piece = ((length + splits - 1) / splits + kWarp - 1) / kWarp * kWarp;  // whole blocks
   const uint32_t begin = split * piece, end = min(length, begin + piece);
   const KvStoreView store = kv.stores[item];
   const int32_t* table = kv.tables + kv.table_offset[item];
@@ -358,11 +353,11 @@ __global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t s
     const uint32_t count = min(kWarp, end - first);
     float score = -INFINITY;
     if (lane < count) {
-      const uint4* key = reinterpret_cast<const uint4*>(store.k + block_base + uint64_t(lane) * slot_stride);
+      const uint16_t* key = store.k + block_base + uint64_t(lane) * slot_stride;
       float dot = 0.0f;
 #pragma unroll
       for (uint32_t c = 0; c < kHeadDim / 8; ++c) {
-        const uint4 bits = key[c];
+        const uint4 bits = load_vector<uint4>(key + c * 8);
         const uint32_t words[4] = {bits.x, bits.y, bits.z, bits.w};
 #pragma unroll
         for (uint32_t i = 0; i < 4; ++i)
@@ -382,7 +377,7 @@ __global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t s
     for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) state.acc[i] *= correction;
     for (uint32_t j = 0; j < count; ++j) {
       const uint2 bits =
-          *reinterpret_cast<const uint2*>(store.v + block_base + uint64_t(j) * slot_stride + lane * kHeadValuesPerLane);
+          load_vector<uint2>(store.v + block_base + uint64_t(j) * slot_stride + lane * kHeadValuesPerLane);
       const float w = weights[slot][j];
       state.acc[0] += w * __uint_as_float(bits.x << 16);
       state.acc[1] += w * __uint_as_float(bits.x & 0xffff0000u);
@@ -487,10 +482,12 @@ void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, con
          kWarpsPerBlock * kWarp, s, qkv, rows, q_weight, k_weight, eps, theta, kv);
 }
 
-size_t attention_scratch_floats(uint32_t head_dim) { return size_t(kAttentionWarps) * (head_dim + 2); }
+size_t attention_scratch_floats(uint32_t q_heads, uint32_t head_dim) {
+  return size_t(kTensorRows - 1) * q_heads * kDecodeSplits * (head_dim + 2);
+}
 
 void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch, float* out, cudaStream_t s) {
-  const uint32_t splits = attention_splits(rows, qkv.q_heads);
+  const uint32_t splits = attention_splits(rows);
   const uint64_t pairs = uint64_t(rows) * qkv.q_heads;
   launch(attend_kernel, blocks_of_warps(pairs * splits), kWarpsPerBlock * kWarp, s, qkv, rows, kv, splits, scratch,
          out);

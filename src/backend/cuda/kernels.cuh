@@ -74,11 +74,11 @@ struct QkvRows {
 void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, const float* k_weight, float eps,
                    float theta, const PagedKv& kv, cudaStream_t s);
 
-// Scratch for attention split over the context: room for attention_scratch_floats(head_dim).
-size_t attention_scratch_floats(uint32_t head_dim);
+// Scratch for attention split over the context: room for attention_scratch_floats(...) floats.
+size_t attention_scratch_floats(uint32_t q_heads, uint32_t head_dim);
 // Causal attention of each row's query heads over positions 0..its own, online softmax; GQA.
-// Few (row, head) pairs (decode) split the context over several warps (flash-decoding), whose
-// partial results are then merged; `scratch` holds them.
+// Batches of under 32 rows (decode) split each row's context over several warps (flash-decoding),
+// whose partial results are then merged; `scratch` holds them.
 void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch, float* out, cudaStream_t s);
 // out[r][i] = silu(gate_up[r][i]) * gate_up[r][width + i]: the fused gate/up product's halves.
 void silu_mul(const float* gate_up, uint32_t rows, uint32_t width, float* out, cudaStream_t s);
