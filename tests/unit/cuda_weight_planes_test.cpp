@@ -98,5 +98,35 @@ TEST(CudaWeightPlanes, Bf16IsCopiedAsIsAndStackingNeedsOneFormatAndWidth) {
   EXPECT_FALSE(stacked_plane_bytes(mixed_format).ok());
 }
 
+// Gate and up, interleaved for the SwiGLU epilogue: device row 2r is gate row r, row 2r + 1 up row r,
+// in both planes; Q, K and V simply follow each other.
+TEST(CudaWeightPlanes, RowByRowStackingDealsOutThePartsRowsInTurn) {
+  const std::vector<uint8_t> gate = quantize(random_values(kRows * kCols, 3), quantize_q8_0);
+  const std::vector<uint8_t> up = quantize(random_values(kRows * kCols, 4), quantize_q8_0);
+  const WeightView a{gate.data(), WeightFormat::q8_0, kRows, kCols, gate.size()};
+  const WeightView b{up.data(), WeightFormat::q8_0, kRows, kCols, up.size()};
+  const Planes planes_a = split(a), planes_b = split(b);
+  const WeightView* parts[] = {&a, &b};
+  const PlaneBytes total = stacked_plane_bytes(parts).value();
+  const PlaneBytes row = plane_bytes(WeightFormat::q8_0, 1, kCols);
+  for (Stacking stacking : {Stacking::row_by_row, Stacking::one_after_another}) {
+    std::vector<uint8_t> values(total.values), scales(total.scales);
+    ASSERT_TRUE(stack_into_planes(parts, stacking, values.data(), scales.data()).ok());
+    for (uint64_t r = 0; r < 2 * kRows; ++r) {
+      const bool from_a = stacking == Stacking::row_by_row ? r % 2 == 0 : r < kRows;
+      const uint64_t source_row = stacking == Stacking::row_by_row ? r / 2 : r % kRows;
+      const Planes& source = from_a ? planes_a : planes_b;
+      EXPECT_EQ(std::memcmp(values.data() + r * row.values, source.values.data() + source_row * row.values, row.values), 0)
+          << "values of row " << r;
+      EXPECT_EQ(std::memcmp(scales.data() + r * row.scales, source.scales.data() + source_row * row.scales, row.scales), 0)
+          << "scales of row " << r;
+    }
+  }
+  const WeightView shorter{up.data(), WeightFormat::q8_0, kRows - 1, kCols, up.size() - 34 * kCols / 32};
+  const WeightView* uneven[] = {&a, &shorter};
+  std::vector<uint8_t> values(total.values), scales(total.scales);
+  EXPECT_FALSE(stack_into_planes(uneven, Stacking::row_by_row, values.data(), scales.data()).ok());
+}
+
 }  // namespace
 }  // namespace kipp::cuda

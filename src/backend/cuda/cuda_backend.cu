@@ -86,7 +86,7 @@ class Session final : public PositionedSession {
 
 // Activations for `rows` batch rows, grown when a larger batch arrives.
 struct Activations {
-  DeviceBuffer x, x_norm, qkv, attention, attention_scratch, gate_up, gate, ints, stores, final_rows, logits;
+  DeviceBuffer x, x_norm, qkv, attention, attention_scratch, swiglu, ints, stores, final_rows, logits;
 };
 
 class Model final : public BackendModel {
@@ -159,7 +159,7 @@ class Model final : public BackendModel {
   explicit Model(const ModelFile& file) : file_(file), c_(file.checkpoint()), checker_(c_.vocab()) {}
 
   // Each tensor once (a tied head is the embedding's copy), in the planes of weight_planes.h; Q, K
-  // and V stacked into one device weight, gate and up into another.
+  // and V stacked into one device weight, gate and up interleaved row by row into another.
   Status upload_weights() {
     const ModelWeights& w = file_.weights();
     KIPP_ASSIGN(embedding_, upload({&w.token_embedding}));
@@ -179,35 +179,28 @@ class Model final : public BackendModel {
       KIPP_ASSIGN(to.attn_k_norm, upload({&from.attn_k_norm}));
       KIPP_ASSIGN(to.attn_output, upload({&from.attn_output}));
       KIPP_ASSIGN(to.ffn_norm, upload({&from.ffn_norm}));
-      KIPP_ASSIGN(to.ffn_gate_up, upload({&from.ffn_gate, &from.ffn_up}));
+      KIPP_ASSIGN(to.ffn_gate_up, upload({&from.ffn_gate, &from.ffn_up}, Stacking::row_by_row));
       KIPP_ASSIGN(to.ffn_down, upload({&from.ffn_down}));
     }
     return {};
   }
 
-  // `parts` stacked row after row into one device weight.
-  Result<DeviceWeight> upload(std::initializer_list<const WeightView*> parts) {
+  // `parts` stacked into one device weight.
+  Result<DeviceWeight> upload(std::initializer_list<const WeightView*> parts,
+                              Stacking stacking = Stacking::one_after_another) {
     const std::span<const WeightView* const> list(parts.begin(), parts.size());
     KIPP_ASSIGN(const PlaneBytes total, stacked_plane_bytes(list));
-    KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(total.values + total.scales, "model weights"));
-    uint8_t* values = buffer.as<uint8_t>();
-    uint8_t* scales = values + total.values;
-    DeviceWeight weight{values, total.scales ? reinterpret_cast<const uint16_t*>(scales) : nullptr, list[0]->format,
-                        0, uint32_t(list[0]->cols)};
-    std::vector<uint8_t> staged;
-    for (const WeightView* part : list) {
-      const PlaneBytes bytes = plane_bytes(part->format, part->rows, part->cols);
-      staged.resize(bytes.values + bytes.scales);
-      split_into_planes(*part, staged.data(), staged.data() + bytes.values);
-      KIPP_TRY(check(cudaMemcpy(values, staged.data(), bytes.values, cudaMemcpyHostToDevice), "copying weights"));
-      if (bytes.scales)
-        KIPP_TRY(check(cudaMemcpy(scales, staged.data() + bytes.values, bytes.scales, cudaMemcpyHostToDevice),
-                       "copying weights"));
-      values += bytes.values;
-      scales += bytes.scales;
-      weight.rows += uint32_t(part->rows);
-    }
-    copied_bytes_ += total.values + total.scales;
+    std::vector<uint8_t> staged(total.values + total.scales);
+    KIPP_TRY(stack_into_planes(list, stacking, staged.data(), staged.data() + total.values));
+    KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(staged.size(), "model weights"));
+    KIPP_TRY(check(cudaMemcpy(buffer.as<void>(), staged.data(), staged.size(), cudaMemcpyHostToDevice),
+                   "copying weights"));
+    uint32_t rows = 0;
+    for (const WeightView* part : list) rows += uint32_t(part->rows);
+    const uint8_t* values = buffer.as<const uint8_t>();
+    const DeviceWeight weight{values, total.scales ? reinterpret_cast<const uint16_t*>(values + total.values) : nullptr,
+                              list[0]->format, rows, uint32_t(list[0]->cols)};
+    copied_bytes_ += staged.size();
     weights_.push_back(std::move(buffer));
     return weight;
   }
@@ -226,8 +219,7 @@ class Model final : public BackendModel {
     KIPP_TRY(grow(a_.qkv, size_t(rows) * qkv_width() * f, "activations"));
     KIPP_TRY(grow(a_.attention, size_t(rows) * c_.attention_width() * f, "activations"));
     KIPP_TRY(grow(a_.attention_scratch, attention_scratch_floats(c_.q_heads, c_.head_dim()) * f, "activations"));
-    KIPP_TRY(grow(a_.gate_up, size_t(rows) * 2 * c_.ffn * f, "activations"));
-    KIPP_TRY(grow(a_.gate, size_t(rows) * c_.ffn * f, "activations"));
+    KIPP_TRY(grow(a_.swiglu, size_t(rows) * c_.ffn * f, "activations"));
     // Room for every item's whole block table, so that a growing context does not move it.
     const size_t table_room = size_t(items) * kv_blocks_for(c_.context);
     KIPP_TRY(grow(a_.ints, std::max(ints, BatchInts::fixed(rows, items, logit_rows) + table_room) * sizeof(int32_t),
@@ -304,11 +296,10 @@ class Model final : public BackendModel {
       prepare_heads(qkv, rows, as_f32(layer.attn_q_norm), as_f32(layer.attn_k_norm), eps, c_.rope_theta, kv, stream_);
       attend(qkv, rows, kv, a_.attention_scratch.as<float>(), a_.attention.as<float>(), stream_);
       matmul(layer.attn_output, a_.attention.as<float>(), rows, x, Write::add, stream_);
-      // Feed-forward block: norm, gate and up, SiLU(gate) * up, down and add.
+      // Feed-forward block: norm, gate and up with SiLU(gate) * up, down and add.
       rms_norm(x, as_f32(layer.ffn_norm), rows, c_.hidden, eps, x_norm, stream_);
-      matmul(layer.ffn_gate_up, x_norm, rows, a_.gate_up.as<float>(), Write::replace, stream_);
-      silu_mul(a_.gate_up.as<float>(), rows, c_.ffn, a_.gate.as<float>(), stream_);
-      matmul(layer.ffn_down, a_.gate.as<float>(), rows, x, Write::add, stream_);
+      matmul(layer.ffn_gate_up, x_norm, rows, a_.swiglu.as<float>(), Write::swiglu, stream_);
+      matmul(layer.ffn_down, a_.swiglu.as<float>(), rows, x, Write::add, stream_);
     }
     if (logit_rows == 0) return;
     // Logits only for the rows that want them.

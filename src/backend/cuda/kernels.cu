@@ -95,9 +95,12 @@ __device__ void load_weights(const DeviceWeight& w, uint32_t row, uint32_t chunk
   }
 }
 
+// Write::replace or Write::add.
 __device__ void write_output(float* y, uint64_t index, float value, Write write) {
   y[index] = write == Write::add ? y[index] + value : value;
 }
+
+__device__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
 
 __global__ void embed_kernel(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out) {
   const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -132,6 +135,7 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t wi
 // warp streams its share of the weight row in 16-byte loads, each lane widening one load at a
 // time and multiplying it into one sum per batch row. The warp reduces its sums; with several
 // parts, the feature's first warp adds the parts' totals in order (deterministic, no atomics).
+// For SwiGLU a block holds whole gate/up pairs (parts <= 4), and the gate's first warp writes.
 template <WeightFormat F>
 __global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uint32_t parts, float* y, Write write) {
   constexpr uint32_t kColumns = load_columns(F);
@@ -170,14 +174,24 @@ __global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uin
     total = warp_sum_8(sums, lane);
     if ((lane & 3) == 0) t = (lane >> 4 & 1) * 4 + (lane >> 3 & 1) * 2 + (lane >> 2 & 1);
   }
-  if (parts > 1) {
-    if (t < kMatmulTokens) part_totals[slot][t] = total;
-    __syncthreads();
-    if (part != 0) return;
-    for (uint32_t p = 1; p < parts; ++p)
-      if (t < kMatmulTokens) total += part_totals[slot + p][t];
+  if (parts == 1 && write != Write::swiglu) {
+    if (active && t < count) write_output(y, uint64_t(first + t) * w.rows + feature, total, write);
+    return;
   }
-  if (active && t < count) write_output(y, uint64_t(first + t) * w.rows + feature, total, write);
+  if (t < kMatmulTokens) part_totals[slot][t] = total;
+  __syncthreads();
+  if (part != 0 || !active || t >= count) return;
+  // The totals of the feature whose parts start at `from`, added in order.
+  auto feature_total = [&](uint32_t from) {
+    float sum = part_totals[from][t];
+    for (uint32_t p = 1; p < parts; ++p) sum += part_totals[from + p][t];
+    return sum;
+  };
+  if (write != Write::swiglu) {
+    write_output(y, uint64_t(first + t) * w.rows + feature, feature_total(slot), write);
+  } else if (feature % 2 == 0) {  // up, the next feature, sits `parts` warps later in this block
+    y[uint64_t(first + t) * (w.rows / 2) + feature / 2] = silu_times(feature_total(slot), feature_total(slot + parts));
+  }
 }
 
 // Splits each element of `big` into a TF32 value (kept in `big`) and the TF32 rounding of what
@@ -247,9 +261,17 @@ __global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t ro
   for (uint32_t n = 0; n < kTile / 16; ++n) {
     wmma::store_matrix_sync(out, acc[n], 16, wmma::mem_row_major);
     __syncwarp();
-    for (uint32_t i = lane; i < 16 * 16; i += kWarp) {
-      const uint32_t row = first_row + warp * 16 + i / 16, feature = first_feature + n * 16 + i % 16;
-      if (row < rows && feature < w.rows) write_output(y, uint64_t(row) * w.rows + feature, out[i], write);
+    if (write != Write::swiglu) {
+      for (uint32_t i = lane; i < 16 * 16; i += kWarp) {
+        const uint32_t row = first_row + warp * 16 + i / 16, feature = first_feature + n * 16 + i % 16;
+        if (row < rows && feature < w.rows) write_output(y, uint64_t(row) * w.rows + feature, out[i], write);
+      }
+    } else {  // columns 2j and 2j + 1 of the accumulator are one feature's gate and up
+      for (uint32_t i = lane; i < 16 * 8; i += kWarp) {
+        const uint32_t row = first_row + warp * 16 + i / 8, pair = (first_feature + n * 16) / 2 + i % 8;
+        if (row < rows && 2 * pair < w.rows)
+          y[uint64_t(row) * (w.rows / 2) + pair] = silu_times(out[i / 8 * 16 + i % 8 * 2], out[i / 8 * 16 + i % 8 * 2 + 1]);
+      }
     }
     __syncwarp();
   }
@@ -423,13 +445,6 @@ __global__ void merge_kernel(uint32_t pairs, uint32_t head_dim, uint32_t splits,
   for (uint32_t i = 0; i < kHeadValuesPerLane; ++i) target[i] = acc[i] / normalizer;
 }
 
-__global__ void silu_mul_kernel(const float* gate_up, uint32_t rows, uint32_t width, float* out) {
-  const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= uint64_t(rows) * width) return;
-  const uint64_t gate = i / width * 2 * width + i % width;
-  out[i] = gate_up[gate] / (1.0f + expf(-gate_up[gate])) * gate_up[gate + width];
-}
-
 // Calls launch_as(std::integral_constant<WeightFormat, format>) to pick a kernel made for `format`.
 template <class Launch>
 void for_format(WeightFormat format, Launch&& launch_as) {
@@ -469,7 +484,8 @@ void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Writ
       launch(matmul_tensor_kernel<F>, grid, kTileWarps * kWarp, s, w, x, rows, y, write);
     } else {
       uint32_t parts = 1;
-      while (parts < kWarpsPerBlock && blocks_of_warps(uint64_t(w.rows) * parts) < kProductBlocks) parts *= 2;
+      const uint32_t most = write == Write::swiglu ? kWarpsPerBlock / 2 : kWarpsPerBlock;  // whole pairs per block
+      while (parts < most && blocks_of_warps(uint64_t(w.rows) * parts) < kProductBlocks) parts *= 2;
       const dim3 grid(blocks_of_warps(uint64_t(w.rows) * parts), blocks_for(rows, kMatmulTokens));
       launch(matvec_kernel<F>, grid, kWarpsPerBlock * kWarp, s, w, x, rows, parts, y, write);
     }
@@ -494,10 +510,6 @@ void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch
   if (splits > 1)
     launch(merge_kernel, blocks_of_warps(pairs), kWarpsPerBlock * kWarp, s, uint32_t(pairs), kv.head_dim, splits,
            static_cast<const float*>(scratch), out);
-}
-
-void silu_mul(const float* gate_up, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
-  launch(silu_mul_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, gate_up, rows, width, out);
 }
 
 }  // namespace kipp::cuda

@@ -50,11 +50,13 @@ void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t w
 // out = x / rms(x) * weight, per row of `width`; out may be x.
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s);
-// Whether a product replaces y or adds to it (the residual connections).
-enum class Write { replace, add };
-// y[r] = W x[r] (or y[r] += W x[r]) for every row r of x, each output element an FP32 sum over the
-// columns: a warp per feature streaming 16-byte weight loads for small batches, the tensor cores
-// (3xTF32, FP32-accurate) for large ones.
+// What a product p = W x does with its rows: replace y with them, add them to y (the residual
+// connections), or, for gate and up rows interleaved in W (gate f in row 2f, up f in row 2f + 1),
+// write y[f] = silu(p[2f]) * p[2f + 1] (SwiGLU; y is half as wide as p).
+enum class Write { replace, add, swiglu };
+// y[r] = W x[r] (as `write` says) for every row r of x, each output element an FP32 sum over the
+// columns: warps streaming 16-byte weight loads for small batches, the tensor cores (3xTF32,
+// FP32-accurate) for large ones.
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s);
 
 // The rows of the fused Q/K/V product: q_heads query heads, then kv_heads key heads, then
@@ -80,7 +82,5 @@ size_t attention_scratch_floats(uint32_t q_heads, uint32_t head_dim);
 // Batches of under 32 rows (decode) split each row's context over several warps (flash-decoding),
 // whose partial results are then merged; `scratch` holds them.
 void attend(const QkvRows& qkv, uint32_t rows, const PagedKv& kv, float* scratch, float* out, cudaStream_t s);
-// out[r][i] = silu(gate_up[r][i]) * gate_up[r][width + i]: the fused gate/up product's halves.
-void silu_mul(const float* gate_up, uint32_t rows, uint32_t width, float* out, cudaStream_t s);
 
 }  // namespace kipp::cuda

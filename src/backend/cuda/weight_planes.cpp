@@ -1,6 +1,7 @@
 #include "backend/cuda/weight_planes.h"
 
 #include <cstring>
+#include <vector>
 
 #include "quant/blocks.h"
 
@@ -53,6 +54,38 @@ void split_into_planes(const WeightView& part, uint8_t* values, uint8_t* scales)
       return;
     }
   }
+}
+
+Status stack_into_planes(std::span<const WeightView* const> parts, Stacking stacking, uint8_t* values,
+                         uint8_t* scales) {
+  KIPP_ASSIGN(const PlaneBytes total, stacked_plane_bytes(parts));
+  if (stacking == Stacking::one_after_another) {
+    for (const WeightView* part : parts) {
+      const PlaneBytes bytes = plane_bytes(part->format, part->rows, part->cols);
+      split_into_planes(*part, values, scales);
+      values += bytes.values;
+      scales += bytes.scales;
+    }
+    return {};
+  }
+  for (const WeightView* part : parts)
+    if (part->rows != parts[0]->rows) return fail("tensors stacked row by row differ in rows");
+  // Each part split on its own first (values plane, then scales plane), then dealt out row by row.
+  std::vector<uint8_t> split(total.values + total.scales);
+  const PlaneBytes part_bytes = plane_bytes(parts[0]->format, parts[0]->rows, parts[0]->cols);
+  const PlaneBytes row = plane_bytes(parts[0]->format, 1, parts[0]->cols);
+  const uint64_t part_size = part_bytes.values + part_bytes.scales;
+  for (size_t i = 0; i < parts.size(); ++i)
+    split_into_planes(*parts[i], split.data() + i * part_size, split.data() + i * part_size + part_bytes.values);
+  for (uint64_t r = 0; r < parts[0]->rows; ++r)
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const uint8_t* part = split.data() + i * part_size;
+      std::memcpy(values, part + r * row.values, row.values);
+      std::memcpy(scales, part + part_bytes.values + r * row.scales, row.scales);
+      values += row.values;
+      scales += row.scales;
+    }
+  return {};
 }
 
 }  // namespace kipp::cuda

@@ -5,9 +5,10 @@
 // (Q4_1: scale and min). A warp then reads its weights with aligned 16-byte loads, and the device
 // holds exactly as many bytes as the artifact.
 //
-// Several tensors of one format and width (Q, K and V; gate and up) may share one device weight:
-// their rows one after another in each plane, so one product computes them all. Pure host code,
-// built and tested on every machine.
+// Several tensors of one format and width may share one device weight, so one product computes
+// them all: Q, K and V one after another; gate and up alternating row by row, so that a feature's
+// gate and up land side by side for the SwiGLU epilogue. Pure host code, built and tested on
+// every machine.
 #pragma once
 
 #include <cstdint>
@@ -32,5 +33,15 @@ Result<PlaneBytes> stacked_plane_bytes(std::span<const WeightView* const> parts)
 // Writes `part`'s rows in device layout: its values to `values`, its scales to `scales` (both
 // sized by plane_bytes for this part alone).
 void split_into_planes(const WeightView& part, uint8_t* values, uint8_t* scales);
+
+enum class Stacking {
+  one_after_another,  // every row of parts[0], then of parts[1], ...
+  row_by_row,         // row 0 of every part, then row 1, ... (the parts have as many rows)
+};
+
+// Writes `parts` in device layout, stacked as `stacking` says, into `values` and `scales` (sized by
+// stacked_plane_bytes).
+Status stack_into_planes(std::span<const WeightView* const> parts, Stacking stacking, uint8_t* values,
+                         uint8_t* scales);
 
 }  // namespace kipp::cuda
