@@ -290,23 +290,22 @@ class Model final : public BackendModel {
     for (uint32_t l = 0; l < layers_.size(); ++l) {
       const DeviceLayer& layer = layers_[l];
       kv.layer = l;
-      // Attention block: norm, Q/K/V, per-head norm and RoPE and store K/V, attend, project and add.
-      rms_norm(x, as_f32(layer.attn_norm), rows, c_.hidden, eps, x_norm, stream_);
-      matmul(layer.attn_qkv, x_norm, rows, qkv.base, Write::replace, stream_);
+      // Attention block: norm and Q/K/V, per-head norm and RoPE and store K/V, attend, project and add.
+      normed_matmul(layer.attn_qkv, x, as_f32(layer.attn_norm), eps, x_norm, rows, qkv.base, Write::replace, stream_);
       prepare_heads(qkv, rows, as_f32(layer.attn_q_norm), as_f32(layer.attn_k_norm), eps, c_.rope_theta, kv, stream_);
       attend(qkv, rows, kv, a_.attention_scratch.as<float>(), a_.attention.as<float>(), stream_);
       matmul(layer.attn_output, a_.attention.as<float>(), rows, x, Write::add, stream_);
-      // Feed-forward block: norm, gate and up with SiLU(gate) * up, down and add.
-      rms_norm(x, as_f32(layer.ffn_norm), rows, c_.hidden, eps, x_norm, stream_);
-      matmul(layer.ffn_gate_up, x_norm, rows, a_.swiglu.as<float>(), Write::swiglu, stream_);
+      // Feed-forward block: norm and gate/up with SiLU(gate) * up, down and add.
+      normed_matmul(layer.ffn_gate_up, x, as_f32(layer.ffn_norm), eps, x_norm, rows, a_.swiglu.as<float>(),
+                    Write::swiglu, stream_);
       matmul(layer.ffn_down, a_.swiglu.as<float>(), rows, x, Write::add, stream_);
     }
     if (logit_rows == 0) return;
     // Logits only for the rows that want them.
     gather_rows(x, d_ints + at.logit_rows, logit_rows, c_.hidden, a_.final_rows.as<float>(), stream_);
-    rms_norm(a_.final_rows.as<float>(), as_f32(output_norm_), logit_rows, c_.hidden, eps, a_.final_rows.as<float>(),
-             stream_);
-    matmul(lm_head_, a_.final_rows.as<float>(), logit_rows, a_.logits.as<float>(), Write::replace, stream_);
+    float* final_rows = a_.final_rows.as<float>();  // normalized in place where it must be
+    normed_matmul(lm_head_, final_rows, as_f32(output_norm_), eps, final_rows, logit_rows, a_.logits.as<float>(),
+                  Write::replace, stream_);
   }
 
   uint32_t qkv_width() const { return c_.attention_width() + 2 * c_.kv_width(); }

@@ -17,6 +17,7 @@ constexpr uint32_t kWarpsPerBlock = 8;
 constexpr uint32_t kHeadValuesPerLane = 4;  // head_dim 128 over 32 lanes
 // Small products split each weight row over up to 8 warps until a launch has this many blocks (about
 // 8 per multiprocessor of an H100 or H200), so that enough loads are in flight to use the HBM.
+// (On the tiny test checkpoints only the BF16 down projection, 768 columns, gets 2.)
 constexpr uint32_t kProductBlocks = 1024;
 // A batch of fewer than kTensorRows rows (decode) splits each row's context into kDecodeSplits
 // pieces of whole KV blocks, a warp each; larger batches keep one warp per row and head.
@@ -115,9 +116,12 @@ __global__ void gather_kernel(const float* x, const int32_t* rows, uint32_t coun
   out[i] = x[uint64_t(rows[i / width]) * width + i % width];
 }
 
-// One block of 256 threads per row.
+// 1 / rms of a row of `width` values whose squares sum to `squares`.
+__device__ float rms_scale(float squares, uint32_t width, float eps) { return 1.0f / sqrtf(squares / float(width) + eps); }
+
+// One block of kWarpsPerBlock warps per row; out may be x.
 __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t width, float eps, float* out) {
-  __shared__ float partial[kWarpsPerBlock * 4];
+  __shared__ float partial[kWarpsPerBlock];
   const float* row = x + uint64_t(blockIdx.x) * width;
   float sum = 0.0f;
   for (uint32_t i = threadIdx.x; i < width; i += blockDim.x) sum += row[i] * row[i];
@@ -126,7 +130,7 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t wi
   __syncthreads();
   float total = 0.0f;
   for (uint32_t w = 0; w < blockDim.x / kWarp; ++w) total += partial[w];
-  const float scale = 1.0f / sqrtf(total / float(width) + eps);
+  const float scale = rms_scale(total, width, eps);
   float* out_row = out + uint64_t(blockIdx.x) * width;
   for (uint32_t i = threadIdx.x; i < width; i += blockDim.x) out_row[i] = row[i] * scale * weight[i];
 }
@@ -136,16 +140,21 @@ __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t wi
 // time and multiplying it into one sum per batch row. The warp reduces its sums; with several
 // parts, the feature's first warp adds the parts' totals in order (deterministic, no atomics).
 // For SwiGLU a block holds whole gate/up pairs (parts <= 4), and the gate's first warp writes.
-template <WeightFormat F>
-__global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uint32_t parts, float* y, Write write) {
+// kNormed: the product is of RMSNorm(x) with `norm_weight`. x is multiplied by the norm's weight
+// as it is read, the sum of its squares gathered from the same loads (and reduced like the sums),
+// and each total scaled by 1/rms at the end: no normalized copy of x and no extra pass over it.
+template <WeightFormat F, bool kNormed>
+__global__ void matvec_kernel(DeviceWeight w, const float* x, const float* norm_weight, float eps, uint32_t rows,
+                              uint32_t parts, float* y, Write write) {
   constexpr uint32_t kColumns = load_columns(F);
-  __shared__ float part_totals[kWarpsPerBlock][kMatmulTokens];
+  __shared__ float part_sums[kWarpsPerBlock][kMatmulTokens];
+  __shared__ float part_squares[kWarpsPerBlock][kMatmulTokens];
   const uint32_t slot = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
   const uint32_t feature = blockIdx.x * (kWarpsPerBlock / parts) + slot / parts, part = slot % parts;
   const bool active = feature < w.rows;  // the same for the whole warp; every warp reaches the barrier below
   const uint32_t first = blockIdx.y * kMatmulTokens;
   const uint32_t count = min(kMatmulTokens, rows - first);
-  float sums[kMatmulTokens] = {};
+  float sums[kMatmulTokens] = {}, squares[kMatmulTokens] = {};
   const uint32_t chunks = active ? w.cols / kColumns : 0;
 #pragma unroll 2
   for (uint32_t chunk = part * kWarp + lane; chunk < chunks; chunk += parts * kWarp) {
@@ -158,39 +167,55 @@ __global__ void matvec_kernel(DeviceWeight w, const float* x, uint32_t rows, uin
       float sum = sums[t];
 #pragma unroll
       for (uint32_t i = 0; i < kColumns / 4; ++i) {
-        const float4 v = load_vector<float4>(column + 4 * i);
+        float4 v = load_vector<float4>(column + 4 * i);
+        if constexpr (kNormed) {
+          const float4 g = load_vector<float4>(norm_weight + chunk * kColumns + 4 * i);
+          squares[t] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+          v = {v.x * g.x, v.y * g.y, v.z * g.z, v.w * g.w};
+        }
         sum += weights[4 * i] * v.x + weights[4 * i + 1] * v.y + weights[4 * i + 2] * v.z + weights[4 * i + 3] * v.w;
       }
       sums[t] = sum;
     }
   }
-  // Which batch row's total this lane holds after the reduction (kMatmulTokens: none).
-  float total;
+  // Which batch row's totals this lane holds after the reduction (kMatmulTokens: none).
+  float total, square = 0.0f;
   uint32_t t = kMatmulTokens;
   if (count == 1) {  // decode: one row (count is the same for the whole block)
     total = warp_sum(sums[0]);
+    if constexpr (kNormed) square = warp_sum(squares[0]);
     if (lane == 0) t = 0;
   } else {
     total = warp_sum_8(sums, lane);
+    if constexpr (kNormed) square = warp_sum_8(squares, lane);
     if ((lane & 3) == 0) t = (lane >> 4 & 1) * 4 + (lane >> 3 & 1) * 2 + (lane >> 2 & 1);
   }
+  const auto normalized = [&](float sum, float squares_sum) {
+    return kNormed ? sum * rms_scale(squares_sum, w.cols, eps) : sum;
+  };
   if (parts == 1 && write != Write::swiglu) {
-    if (active && t < count) write_output(y, uint64_t(first + t) * w.rows + feature, total, write);
+    if (active && t < count) write_output(y, uint64_t(first + t) * w.rows + feature, normalized(total, square), write);
     return;
   }
-  if (t < kMatmulTokens) part_totals[slot][t] = total;
+  if (t < kMatmulTokens) {
+    part_sums[slot][t] = total;
+    part_squares[slot][t] = square;
+  }
   __syncthreads();
   if (part != 0 || !active || t >= count) return;
-  // The totals of the feature whose parts start at `from`, added in order.
-  auto feature_total = [&](uint32_t from) {
-    float sum = part_totals[from][t];
-    for (uint32_t p = 1; p < parts; ++p) sum += part_totals[from + p][t];
-    return sum;
+  // The value of the feature whose parts start at `from`: their totals added in order.
+  const auto feature_value = [&](uint32_t from) {
+    float sum = part_sums[from][t], squares_sum = part_squares[from][t];
+    for (uint32_t p = 1; p < parts; ++p) {
+      sum += part_sums[from + p][t];
+      squares_sum += part_squares[from + p][t];
+    }
+    return normalized(sum, squares_sum);
   };
   if (write != Write::swiglu) {
-    write_output(y, uint64_t(first + t) * w.rows + feature, feature_total(slot), write);
+    write_output(y, uint64_t(first + t) * w.rows + feature, feature_value(slot), write);
   } else if (feature % 2 == 0) {  // up, the next feature, sits `parts` warps later in this block
-    y[uint64_t(first + t) * (w.rows / 2) + feature / 2] = silu_times(feature_total(slot), feature_total(slot + parts));
+    y[uint64_t(first + t) * (w.rows / 2) + feature / 2] = silu_times(feature_value(slot), feature_value(slot + parts));
   }
 }
 
@@ -471,25 +496,50 @@ void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t w
   launch(gather_kernel, blocks_for(uint64_t(count) * width, 256), 256, s, x, rows, count, width, out);
 }
 
+namespace {
+
+// out = RMSNorm(x) with `weight`, row by row; out may be x.
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s) {
   launch(rms_norm_kernel, rows, kWarpsPerBlock * kWarp, s, x, weight, width, eps, out);
 }
 
-void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s) {
+// The per-row product of x, or of RMSNorm(x) where norm_weight is set.
+void launch_matvec(const DeviceWeight& w, const float* x, const float* norm_weight, float eps, uint32_t rows, float* y,
+                   Write write, cudaStream_t s) {
+  // More warps per feature while the launch is short of blocks, every lane keeps at least one load,
+  // and (SwiGLU) a block still holds whole gate/up pairs.
+  const uint32_t most = write == Write::swiglu ? kWarpsPerBlock / 2 : kWarpsPerBlock;
+  const uint32_t loads = w.cols / load_columns(w.format);
+  uint32_t parts = 1;
+  while (parts < most && 2 * parts * kWarp <= loads && blocks_of_warps(uint64_t(w.rows) * parts) < kProductBlocks)
+    parts *= 2;
+  const dim3 grid(blocks_of_warps(uint64_t(w.rows) * parts), blocks_for(rows, kMatmulTokens));
+  const unsigned threads = kWarpsPerBlock * kWarp;
   for_format(w.format, [&](auto format) {
     constexpr WeightFormat F = decltype(format)::value;
-    if (rows >= kTensorRows) {
-      const dim3 grid(blocks_for(w.rows, kTile), blocks_for(rows, kTile));
-      launch(matmul_tensor_kernel<F>, grid, kTileWarps * kWarp, s, w, x, rows, y, write);
-    } else {
-      uint32_t parts = 1;
-      const uint32_t most = write == Write::swiglu ? kWarpsPerBlock / 2 : kWarpsPerBlock;  // whole pairs per block
-      while (parts < most && blocks_of_warps(uint64_t(w.rows) * parts) < kProductBlocks) parts *= 2;
-      const dim3 grid(blocks_of_warps(uint64_t(w.rows) * parts), blocks_for(rows, kMatmulTokens));
-      launch(matvec_kernel<F>, grid, kWarpsPerBlock * kWarp, s, w, x, rows, parts, y, write);
-    }
+    if (norm_weight)
+      launch(matvec_kernel<F, true>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
+    else
+      launch(matvec_kernel<F, false>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
   });
+}
+
+}  // namespace
+
+void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s) {
+  if (rows < kTensorRows) return launch_matvec(w, x, nullptr, 0.0f, rows, y, write, s);
+  for_format(w.format, [&](auto format) {
+    const dim3 grid(blocks_for(w.rows, kTile), blocks_for(rows, kTile));
+    launch(matmul_tensor_kernel<decltype(format)::value>, grid, kTileWarps * kWarp, s, w, x, rows, y, write);
+  });
+}
+
+void normed_matmul(const DeviceWeight& w, const float* x, const float* norm_weight, float eps, float* x_norm,
+                   uint32_t rows, float* y, Write write, cudaStream_t s) {
+  if (rows < kTensorRows) return launch_matvec(w, x, norm_weight, eps, rows, y, write, s);
+  rms_norm(x, norm_weight, rows, w.cols, eps, x_norm, s);
+  matmul(w, x_norm, rows, y, write, s);
 }
 
 void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, const float* k_weight, float eps,

@@ -47,9 +47,6 @@ struct PagedKv {
 void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s);
 // out[r] = x[rows[r]].
 void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s);
-// out = x / rms(x) * weight, per row of `width`; out may be x.
-void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
-              cudaStream_t s);
 // What a product p = W x does with its rows: replace y with them, add them to y (the residual
 // connections), or, for gate and up rows interleaved in W (gate f in row 2f, up f in row 2f + 1),
 // write y[f] = silu(p[2f]) * p[2f + 1] (SwiGLU; y is half as wide as p).
@@ -58,6 +55,10 @@ enum class Write { replace, add, swiglu };
 // columns: warps streaming 16-byte weight loads for small batches, the tensor cores (3xTF32,
 // FP32-accurate) for large ones.
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s);
+// y = W RMSNorm(x) with `norm_weight`: the per-row product normalizes as it reads (no launch and
+// no pass over x of its own); larger batches normalize into `x_norm` first (it may be x).
+void normed_matmul(const DeviceWeight& w, const float* x, const float* norm_weight, float eps, float* x_norm,
+                   uint32_t rows, float* y, Write write, cudaStream_t s);
 
 // The rows of the fused Q/K/V product: q_heads query heads, then kv_heads key heads, then
 // kv_heads value heads, each head_dim values, `stride` floats from one row to the next.
