@@ -116,10 +116,10 @@ TEST(CudaWeightPlanes, RowByRowStackingDealsOutThePartsRowsInTurn) {
       const bool from_a = stacking == Stacking::row_by_row ? r % 2 == 0 : r < kRows;
       const uint64_t source_row = stacking == Stacking::row_by_row ? r / 2 : r % kRows;
       const Planes& source = from_a ? planes_a : planes_b;
-      EXPECT_EQ(std::memcmp(values.data() + r * row.values, source.values.data() + source_row * row.values, row.values), 0)
-          << "values of row " << r;
-      EXPECT_EQ(std::memcmp(scales.data() + r * row.scales, source.scales.data() + source_row * row.scales, row.scales), 0)
-          << "scales of row " << r;
+      const uint8_t* want_values = source.values.data() + source_row * row.values;
+      const uint8_t* want_scales = source.scales.data() + source_row * row.scales;
+      EXPECT_EQ(std::memcmp(values.data() + r * row.values, want_values, row.values), 0) << "values of row " << r;
+      EXPECT_EQ(std::memcmp(scales.data() + r * row.scales, want_scales, row.scales), 0) << "scales of row " << r;
     }
   }
   const WeightView shorter{up.data(), WeightFormat::q8_0, kRows - 1, kCols, up.size() - 34 * kCols / 32};

@@ -17,7 +17,7 @@ constexpr uint32_t kWarpsPerBlock = 8;
 constexpr uint32_t kHeadValuesPerLane = 4;  // head_dim 128 over 32 lanes
 // Small products split each weight row over up to 8 warps until a launch has this many blocks (about
 // 8 per multiprocessor of an H100 or H200), so that enough loads are in flight to use the HBM.
-// (On the tiny test checkpoints only the BF16 down projection, 768 columns, gets 2.)
+// (The tiny test checkpoints' attention output and down projections get 2 to 8: the split is tested.)
 constexpr uint32_t kProductBlocks = 1024;
 // A batch of fewer than kTensorRows rows (decode) splits each row's context into kDecodeSplits
 // pieces of whole KV blocks, a warp each; larger batches keep one warp per row and head.
@@ -117,7 +117,9 @@ __global__ void gather_kernel(const float* x, const int32_t* rows, uint32_t coun
 }
 
 // 1 / rms of a row of `width` values whose squares sum to `squares`.
-__device__ float rms_scale(float squares, uint32_t width, float eps) { return 1.0f / sqrtf(squares / float(width) + eps); }
+__device__ float rms_scale(float squares, uint32_t width, float eps) {
+  return 1.0f / sqrtf(squares / float(width) + eps);
+}
 
 // One block of kWarpsPerBlock warps per row; out may be x.
 __global__ void rms_norm_kernel(const float* x, const float* weight, uint32_t width, float eps, float* out) {
@@ -294,8 +296,9 @@ __global__ void matmul_tensor_kernel(DeviceWeight w, const float* x, uint32_t ro
     } else {  // columns 2j and 2j + 1 of the accumulator are one feature's gate and up
       for (uint32_t i = lane; i < 16 * 8; i += kWarp) {
         const uint32_t row = first_row + warp * 16 + i / 8, pair = (first_feature + n * 16) / 2 + i % 8;
+        const float* gate_up = out + i / 8 * 16 + i % 8 * 2;
         if (row < rows && 2 * pair < w.rows)
-          y[uint64_t(row) * (w.rows / 2) + pair] = silu_times(out[i / 8 * 16 + i % 8 * 2], out[i / 8 * 16 + i % 8 * 2 + 1]);
+          y[uint64_t(row) * (w.rows / 2) + pair] = silu_times(gate_up[0], gate_up[1]);
       }
     }
     __syncwarp();
@@ -323,7 +326,7 @@ __global__ void prepare_heads_kernel(QkvRows qkv, uint32_t rows, const float* q_
     const float* weight = index < qkv.q_heads ? q_weight : k_weight;
     float sum = 0.0f;
     for (uint32_t i = lane; i < head_dim; i += kWarp) sum += head[i] * head[i];
-    const float scale = 1.0f / sqrtf(warp_sum(sum) / float(head_dim) + eps);
+    const float scale = rms_scale(warp_sum(sum), head_dim, eps);
     for (uint32_t i = lane; i < head_dim; i += kWarp) head[i] = head[i] * scale * weight[i];
     __syncwarp();
     const uint32_t half = head_dim / 2;
@@ -362,7 +365,8 @@ struct SoftmaxState {
 uint32_t attention_splits(uint32_t rows) { return rows < kTensorRows ? kDecodeSplits : 1; }
 
 __device__ float warp_max(float value) {
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  for (int offset = kWarp / 2; offset > 0; offset /= 2)
+    value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
   return value;
 }
 
