@@ -52,31 +52,36 @@ float fp16_at(const uint8_t* p) {
   return fp16_to_f32(bits);
 }
 
-TEST(CudaWeightPlanes, Q8_0ValuesAndScalesReadBackAsTheBlockDecoderDecodes) {
-  const std::vector<uint8_t> bytes = quantize(random_values(kRows * kCols, 1), quantize_q8_0);
-  const auto [values, scales] = split({bytes.data(), WeightFormat::q8_0, kRows, kCols, bytes.size()});
-  const auto* blocks = reinterpret_cast<const BlockQ8_0*>(bytes.data());
+// Quantizes random values into `format`, splits them into planes, and checks every weight as
+// `read_back(planes, block, j)` reads it (the kernels' way) against the block decoder's value.
+template <class Block>
+void expect_planes_read_back_as_decoded(WeightFormat format, uint32_t seed, Block (*quantize_block)(const float*),
+                                        void (*dequantize_block)(const Block&, float*),
+                                        float (*read_back)(const Planes&, uint64_t, uint64_t)) {
+  const std::vector<uint8_t> bytes = quantize(random_values(kRows * kCols, seed), quantize_block);
+  const Planes planes = split({bytes.data(), format, kRows, kCols, bytes.size()});
+  const auto* blocks = reinterpret_cast<const Block*>(bytes.data());
   for (uint64_t b = 0; b < kRows * kCols / kBlockSize; ++b) {
     float expected[kBlockSize];
-    dequantize_q8_0(blocks[b], expected);
-    for (uint64_t j = 0; j < kBlockSize; ++j)
-      ASSERT_EQ(fp16_at(&scales[b * 2]) * float(int8_t(values[b * kBlockSize + j])), expected[j]) << b << " " << j;
+    dequantize_block(blocks[b], expected);
+    for (uint64_t j = 0; j < kBlockSize; ++j) ASSERT_EQ(read_back(planes, b, j), expected[j]) << b << " " << j;
   }
 }
 
+TEST(CudaWeightPlanes, Q8_0ValuesAndScalesReadBackAsTheBlockDecoderDecodes) {
+  expect_planes_read_back_as_decoded(
+      WeightFormat::q8_0, 1, quantize_q8_0, dequantize_q8_0, [](const Planes& p, uint64_t b, uint64_t j) {
+        return fp16_at(&p.scales[b * 2]) * float(int8_t(p.values[b * kBlockSize + j]));
+      });
+}
+
 TEST(CudaWeightPlanes, Affine4NibblesKeepTheirOrderAndScaleAndMinAreSideBySide) {
-  const std::vector<uint8_t> bytes = quantize(random_values(kRows * kCols, 2), quantize_affine4);
-  const auto [values, scales] = split({bytes.data(), WeightFormat::affine4, kRows, kCols, bytes.size()});
-  const auto* blocks = reinterpret_cast<const BlockAffine4*>(bytes.data());
-  for (uint64_t b = 0; b < kRows * kCols / kBlockSize; ++b) {
-    float expected[kBlockSize];
-    dequantize_affine4(blocks[b], expected);
-    for (uint64_t j = 0; j < kBlockSize; ++j) {
-      const uint8_t byte = values[b * kBlockSize / 2 + j % 16];
-      const uint32_t q = j < 16 ? byte & 15 : byte >> 4;
-      ASSERT_EQ(fp16_at(&scales[b * 4]) * float(q) + fp16_at(&scales[b * 4 + 2]), expected[j]) << b << " " << j;
-    }
-  }
+  expect_planes_read_back_as_decoded(
+      WeightFormat::affine4, 2, quantize_affine4, dequantize_affine4, [](const Planes& p, uint64_t b, uint64_t j) {
+        const uint8_t byte = p.values[b * kBlockSize / 2 + j % 16];  // j in the low nibble, j + 16 in the high
+        const uint32_t q = j < 16 ? byte & 15 : byte >> 4;
+        return fp16_at(&p.scales[b * 4]) * float(q) + fp16_at(&p.scales[b * 4 + 2]);
+      });
 }
 
 TEST(CudaWeightPlanes, Bf16IsCopiedAsIsAndStackingNeedsOneFormatAndWidth) {

@@ -1,9 +1,9 @@
 // The CUDA backend: the backend contract on one NVIDIA GPU. Weights are copied to device memory
-// at model creation, in the artifact's own formats; KV stores (private or the shared pool) live
-// on the device; Q, K and V share one device weight, as do gate and up, so each is one product.
-// An eval call packs every token of every item into one batch (so the weights are
-// read once per step), runs the forward pass as one sequence of kernels on one stream, and only
-// the requested FP32 logit rows come back to the host.
+// at model creation, in the artifact's own formats split into aligned planes (weight_planes.h);
+// Q, K and V share one device weight, as do gate and up, so each is one product. KV stores
+// (private or the shared pool) live on the device. An eval call packs every token of every item
+// into one batch (so the weights are read once per step), runs the forward pass as one sequence
+// of kernels on one stream, and only the requested FP32 logit rows come back to the host.
 #include <cuda_runtime.h>
 
 #include <algorithm>

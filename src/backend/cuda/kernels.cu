@@ -394,7 +394,7 @@ __global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t s
   const int32_t* table = kv.tables + kv.table_offset[item];
   const uint32_t slot_stride = kv.kv_heads * kHeadDim;  // from one position's heads to the next's
   float* query = queries[slot];
-  const float* query_from = qkv.q() + uint64_t(row) * qkv.stride + head * kHeadDim;
+  const float* query_from = qkv.base + uint64_t(row) * qkv.stride + head * kHeadDim;  // Q heads come first
   for (uint32_t i = lane; i < kHeadDim; i += kWarp) query[i] = query_from[i];
   __syncwarp();
   const float scale = rsqrtf(float(kHeadDim));
@@ -490,18 +490,6 @@ unsigned blocks_for(uint64_t threads, unsigned per_block) { return unsigned((thr
 // Enough blocks of kWarpsPerBlock warps for `warps` warps.
 unsigned blocks_of_warps(uint64_t warps) { return blocks_for(warps * kWarp, kWarpsPerBlock * kWarp); }
 
-}  // namespace
-
-void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
-  launch(embed_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, table, ids, rows, width, out);
-}
-
-void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s) {
-  launch(gather_kernel, blocks_for(uint64_t(count) * width, 256), 256, s, x, rows, count, width, out);
-}
-
-namespace {
-
 // out = RMSNorm(x) with `weight`, row by row; out may be x.
 void rms_norm(const float* x, const float* weight, uint32_t rows, uint32_t width, float eps, float* out,
               cudaStream_t s) {
@@ -530,6 +518,14 @@ void launch_matvec(const DeviceWeight& w, const float* x, const float* norm_weig
 }
 
 }  // namespace
+
+void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
+  launch(embed_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, table, ids, rows, width, out);
+}
+
+void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s) {
+  launch(gather_kernel, blocks_for(uint64_t(count) * width, 256), 256, s, x, rows, count, width, out);
+}
 
 void matmul(const DeviceWeight& w, const float* x, uint32_t rows, float* y, Write write, cudaStream_t s) {
   if (rows < kTensorRows) return launch_matvec(w, x, nullptr, 0.0f, rows, y, write, s);

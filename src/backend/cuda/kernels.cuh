@@ -66,9 +66,6 @@ struct QkvRows {
   float* base;
   uint32_t stride;
   uint32_t q_heads, kv_heads, head_dim;
-  __host__ __device__ float* q() const { return base; }
-  __host__ __device__ float* k() const { return base + q_heads * head_dim; }
-  __host__ __device__ float* v() const { return base + (q_heads + kv_heads) * head_dim; }
 };
 
 // Per Q and K head of every row: RMSNorm with its weight (head_dim values), then NeoX RoPE at the
