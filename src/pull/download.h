@@ -29,11 +29,23 @@ struct FileOutcome {
   uint64_t size = 0;
   std::string sha256;          // of the bytes on disk (always computed)
   bool reused = false;         // complete from an earlier pull, not transferred again
+  bool in_hf_cache = false;    // found in the Hugging Face cache, used where it is
   uint64_t transferred = 0;    // bytes received in this run
   uint64_t resumed_from = 0;   // > 0: an earlier .part was continued from this byte
   bool verified = false;       // a hub-stated hash was checked
   std::string verification;    // how: "SHA-256 1a2b3c4d5e6f… = hub LFS id (tree listing)", or why not
 };
+
+// What comparing a file on disk with the statements about it (size, SHA-256, git blob id) found.
+struct FileCheck {
+  bool matches = true;
+  std::string mismatch;  // names both values when !matches
+  std::string sha256;    // of the bytes on disk
+  uint64_t size = 0;
+  bool verified = false;     // a stated hash was checked
+  std::string verification;  // how, or why not
+};
+Result<FileCheck> check_file(const std::string& path, const HubFile& file, ProgressDisplay* progress);
 
 // Brings `file` to dir/name, verified. Already-complete files that still verify are kept as they
 // are; a complete file that no longer verifies is fetched again (both live in Kipp's own

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -16,6 +18,7 @@ constexpr long kConnectTimeoutSeconds = 20;
 constexpr long kStallSeconds = 60;           // a transfer under 1 byte/s this long counts as dropped
 constexpr long kSmallRequestTimeoutSeconds = 120;
 constexpr size_t kErrorBodyBytes = 4096;     // how much of an error response body we keep
+constexpr int kMaxRedirects = 10;
 
 std::string trim(std::string_view text) {
   size_t begin = 0, end = text.size();
@@ -171,7 +174,32 @@ HttpClient::~HttpClient() {
   if (handle_) curl_easy_cleanup(static_cast<CURL*>(handle_));
 }
 
-Result<HttpResponse> HttpClient::perform(const std::string& url, Transfer& transfer) {
+void HttpClient::set_token(std::string origin, std::string token) {
+  token_origin_ = std::move(origin);
+  token_ = std::move(token);
+}
+
+Result<HttpResponse> HttpClient::perform(std::string url, Transfer& transfer) {
+  std::string linked_etag;
+  std::optional<uint64_t> linked_size;
+  for (int hop = 0;; ++hop) {
+    transfer.response = HttpResponse{};
+    KIPP_ASSIGN(HttpResponse response, perform_once(url, transfer));
+    if (linked_etag.empty()) linked_etag = response.linked_etag;  // the hub's, on the first hop
+    if (!linked_size) linked_size = response.linked_size;
+    response.linked_etag = linked_etag;
+    response.linked_size = linked_size;
+    const std::string location = response.header("location");
+    if (!response.dropped.empty() || response.status < 300 || response.status >= 400 || location.empty())
+      return response;
+    KIPP_ASSIGN(std::string next, resolve_url(url, location));
+    if (transfer.kind == Transfer::Kind::head && url_origin(next) != url_origin(url)) return response;
+    if (hop == kMaxRedirects) return fail(url, ": more than ", kMaxRedirects, " redirects");
+    url = std::move(next);
+  }
+}
+
+Result<HttpResponse> HttpClient::perform_once(const std::string& url, Transfer& transfer) {
   CURL* curl = static_cast<CURL*>(handle_);
   if (!curl) return fail("cannot initialise libcurl");
   curl_easy_reset(curl);  // keeps the connection and DNS caches
@@ -181,9 +209,7 @@ Result<HttpResponse> HttpClient::perform(const std::string& url, Transfer& trans
   // CURLOPT_NOSIGNAL stays off: this is a single-threaded CLI, and with it off libcurl keeps
   // SIGPIPE from ending the process when a peer closes a connection mid-write.
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, 10L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // perform() follows, hop by hop
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "kipp/0.1");
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, kConnectTimeoutSeconds);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -197,10 +223,18 @@ Result<HttpResponse> HttpClient::perform(const std::string& url, Transfer& trans
   if (transfer.kind == Transfer::Kind::text) curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
   // CURLOPT_RANGE (not RESUME_FROM): curl sends the header and leaves judging the answer to us.
   if (!transfer.range.empty()) curl_easy_setopt(curl, CURLOPT_RANGE, transfer.range.c_str());
+  curl_slist* headers = nullptr;
+  if (sends_token_to(url)) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + token_).c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  }
 
   const CURLcode code = curl_easy_perform(curl);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
   unreachable_ = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT;
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // error_text goes out of scope
+  transfer.response.url = url;
   if (transfer.sink_error) return *transfer.sink_error;
   if (transfer.too_large) return fail(url, ": response larger than ", transfer.max_bytes, " bytes");
   const std::string why = error_text[0] ? std::string(error_text) : std::string(curl_easy_strerror(code));
@@ -238,6 +272,62 @@ Result<HttpResponse> HttpClient::download(const std::string& url, uint64_t from,
   return perform(url, transfer);
 }
 
+std::string url_origin(const std::string& url) {
+  CURLU* handle = curl_url();
+  std::string origin;
+  char *scheme = nullptr, *host = nullptr, *port = nullptr;
+  if (handle && curl_url_set(handle, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(handle, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+      curl_url_get(handle, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+      curl_url_get(handle, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+    origin = lower(std::string(scheme) + "://" + host + ":" + port);
+  curl_free(scheme);
+  curl_free(host);
+  curl_free(port);
+  curl_url_cleanup(handle);
+  return origin;
+}
+
+Result<std::string> resolve_url(const std::string& base, const std::string& location) {
+  CURLU* handle = curl_url();
+  char* resolved = nullptr;
+  // Setting a second, relative URL on a handle resolves it against the first.
+  const bool ok = handle && curl_url_set(handle, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
+                  curl_url_set(handle, CURLUPART_URL, location.c_str(), 0) == CURLUE_OK &&
+                  curl_url_get(handle, CURLUPART_URL, &resolved, 0) == CURLUE_OK;
+  std::string out = ok ? std::string(resolved) : std::string();
+  curl_free(resolved);
+  curl_url_cleanup(handle);
+  if (!ok) return fail(base, ": the server redirected to \"", location, "\", which is not a URL");
+  const std::string scheme = out.substr(0, out.find(':'));
+  if (scheme != "http" && scheme != "https") return fail(base, ": the server redirected to a non-HTTP URL ", out);
+  return out;
+}
+
+std::optional<double> retry_after_seconds(const HttpResponse& response) {
+  const std::string value = trim(response.header("retry-after"));
+  if (value.empty()) return std::nullopt;
+  if (auto seconds = parse_uint(value)) return double(*seconds);
+  const time_t when = curl_getdate(value.c_str(), nullptr);  // an HTTP date
+  if (when < 0) return std::nullopt;
+  return std::max(0.0, std::difftime(when, std::time(nullptr)));
+}
+
+double retry_delay(double backoff, const HttpResponse& response, std::string& why) {
+  const std::optional<double> asked = retry_after_seconds(response);
+  if (!asked || *asked <= backoff) return backoff;
+  char text[96];
+  if (*asked > kMaxRetryAfterSeconds) {
+    std::snprintf(text, sizeof text, ", which asks to wait %.0f s (Retry-After); waiting %.0f s", *asked,
+                  kMaxRetryAfterSeconds);
+    why += text;
+    return kMaxRetryAfterSeconds;
+  }
+  std::snprintf(text, sizeof text, "; waiting %.0f s as it asks (Retry-After)", *asked);
+  why += text;
+  return *asked;
+}
+
 bool is_transient_status(long status) {
   return status == 408 || status == 429 || status == 502 || status == 503 || status == 504;
 }
@@ -252,8 +342,9 @@ Result<HttpResponse> with_retries(const RetryPolicy& policy, const std::function
     if (!response->dropped.empty()) why = "connection dropped (" + response->dropped + ")";
     else if (is_transient_status(response->status)) why = "the server answered HTTP " + std::to_string(response->status);
     if (why.empty() || attempt > policy.attempts) return response;
+    const double wait = retry_delay(delay, *response, why);
     if (on_retry) on_retry(why + "; retrying (" + std::to_string(attempt) + " of " + std::to_string(policy.attempts) + ")");
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     delay = std::min(delay * 2, policy.max_delay_s);
   }
 }

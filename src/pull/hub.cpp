@@ -114,7 +114,8 @@ Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo) {
                 with_retries(client.retry, [&] { return client.http->get_text(url, kListingPageBytes); },
                              [&](const std::string& why) { if (client.note) client.note("hub listing: " + why); }));
     if (!response.dropped.empty()) return fail("hub listing ", url, ": connection dropped: ", response.dropped);
-    if (page == 0 && (response.status == 404 || response.status == 401 || response.status == 403)) return listing;
+    if (page == 0 && response.status == 404) return listing;
+    if (is_refusal(response.status)) return refused_by_hub(url, response.status, client.http->sends_token_to(url));
     if (!response.success()) return fail("hub listing ", url, ": ", describe_status(response.status));
     KIPP_TRY(parse_tree_listing(response.body, "hub listing " + url, listing.files));
     url = next_page_link(response.header("link")).value_or("");
@@ -130,13 +131,17 @@ Result<std::optional<HubFile>> probe_file(const HubClient& client, const HubRepo
                            [&](const std::string& why) { if (client.note) client.note(name + ": " + why); }));
   if (!response.dropped.empty()) return fail(url, ": connection dropped: ", response.dropped);
   if (response.status == 404) return std::optional<HubFile>();
-  if (!response.success()) return fail(url, ": ", describe_status(response.status));
+  if (is_refusal(response.status)) return refused_by_hub(url, response.status, client.http->sends_token_to(url));
+  // A redirect to another host (the CDN of an LFS file) is the hub's own answer: its headers state
+  // the file; the CDN is never asked (a signed download URL may refuse HEAD).
+  const bool redirected = response.status >= 300 && response.status < 400;
+  if (!response.success() && !redirected) return fail(url, ": ", describe_status(response.status));
   HubFile file;
   file.name = name;
   if (response.linked_size) {
     file.size = response.linked_size;
   } else if (const std::string length = response.header("content-length");
-             !length.empty() && length.size() < 20 &&
+             !redirected && !length.empty() && length.size() < 20 &&
              std::all_of(length.begin(), length.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     file.size = std::stoull(length);
   }
@@ -157,6 +162,16 @@ Status merge_linked_etag(HubFile& file, const std::string& linked_etag) {
     file.sha256_source += " and X-Linked-Etag";
   }
   return {};
+}
+
+bool is_refusal(long status) { return status == 401 || status == 403; }
+
+Error refused_by_hub(const std::string& url, long status, bool token_sent) {
+  if (token_sent)
+    return fail(url, ": ", describe_status(status), ": the hub refused the token (HF_TOKEN or --token); check that it is "
+                "valid and grants access to this repository");
+  return fail(url, ": ", describe_status(status), ": the repository needs a token: set HF_TOKEN or pass --token "
+              "(a Hugging Face access token with read access)");
 }
 
 std::string describe_status(long status) {

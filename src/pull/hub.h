@@ -23,6 +23,7 @@ struct HubFile {
   std::string sha256;         // git-LFS object id (lower-case hex) when the file is in LFS
   std::string sha256_source;  // where sha256 came from: "tree listing", "X-Linked-Etag", or both
   std::string git_sha1;       // git blob id (lower-case hex) of a file stored in git itself
+  std::string git_sha1_source = "tree listing";
 };
 
 struct HubRepo {
@@ -86,5 +87,9 @@ Status merge_linked_etag(HubFile& file, const std::string& linked_etag);
 
 // "HTTP 404 Not Found" style words for an error status.
 std::string describe_status(long status);
+
+// The error for a 401 or 403 from the hub: the repository needs a token, or refused the one sent.
+Error refused_by_hub(const std::string& url, long status, bool token_sent);
+bool is_refusal(long status);  // 401 or 403
 
 }  // namespace kipp::pull

@@ -13,6 +13,7 @@
 #include <optional>
 #include <utility>
 
+#include "pull/hf_cache.h"
 #include "pull/hub.h"
 #include "pull/http_fetch.h"
 #include "util/files.h"
@@ -137,7 +138,9 @@ class EmptyDirectoryCleanup {
 
 std::string describe(const FileOutcome& file) {
   std::string line = file.name + ": ";
-  if (file.reused) {
+  if (file.in_hf_cache) {
+    line += "in the Hugging Face cache";
+  } else if (file.reused) {
     line += "already downloaded";
   } else {
     line += "downloaded " + format_bytes(file.transferred);
@@ -164,6 +167,29 @@ std::string download_dir(const std::string& models_dir, const Checkpoint& checkp
   return models_dir + "/.downloads/" + flat_id(checkpoint.id) + "/" + std::string(checkpoint.revision);
 }
 
+namespace {
+
+// Step 4 of a pull: the artifact, written under a temporary name and renamed when complete.
+Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<std::string, std::string> known_sha256,
+                      PullReport& report, const std::function<void(const std::string&)>& say) {
+  say("converting to " + std::string(quant_scheme_name(options.scheme)) + " -> " + report.artifact_path);
+  ConvertOptions convert;
+  convert.checkpoint_id = std::string(c.id);
+  convert.source_dir = report.download_dir;
+  convert.scheme = options.scheme;
+  convert.out_path = report.artifact_path;
+  convert.known_sha256 = std::move(known_sha256);
+  if (options.progress) convert.on_progress = show_progress_on(*options.progress);
+  Result<ConvertReport> converted = convert_checkpoint(convert);
+  if (options.progress) options.progress->finish();
+  if (!converted) return converted.error();
+  report.conversion = *converted;
+  if (auto line = describe_stored_tied_head(converted->stored_tied_head, c.id); !line.empty()) say(line);
+  return {};
+}
+
+}  // namespace
+
 Result<PullReport> pull_checkpoint(const PullOptions& options) {
   const Checkpoint* checkpoint = find_checkpoint(options.checkpoint_id);
   if (!checkpoint)
@@ -179,17 +205,46 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   };
 
   PullReport report;
-  report.download_dir = download_dir(options.models_dir, c);
   report.artifact_path = artifact_path(options.models_dir, c.id, options.scheme);
+
+  // 0. A complete snapshot in the Hugging Face cache is verified and converted where it lies.
+  if (!options.hf_cache_dir.empty()) {
+    KIPP_ASSIGN(CacheLookup cached, find_cached_snapshot(options.hf_cache_dir, c, options.progress));
+    if (cached.snapshot) {
+      say("using the Hugging Face cache: " + cached.snapshot->dir + " (nothing is downloaded or copied)");
+      std::map<std::string, std::string> known_sha256;
+      for (FileOutcome& file : cached.snapshot->files) {
+        say(describe(file));
+        known_sha256[file.name] = file.sha256;
+        report.files.push_back(std::move(file));
+      }
+      report.download_dir = cached.snapshot->dir;
+      KIPP_TRY(convert_pulled(options, c, std::move(known_sha256), report, say));
+      return report;
+    }
+    if (!cached.missing.empty())
+      say("the Hugging Face cache holds part of this snapshot (missing " + cached.missing + "); downloading");
+  }
+  if (options.offline)
+    return fail(c.id, " (", c.repository, " at ", c.revision, ") is not in the Hugging Face cache",
+                options.hf_cache_dir.empty() ? std::string() : " (" + options.hf_cache_dir + ")",
+                " and HF_HUB_OFFLINE forbids downloading it");
+
+  report.download_dir = download_dir(options.models_dir, c);
   HttpClient http;
+  if (!options.token.empty()) http.set_token(url_origin(endpoint), options.token);
   const HubRepo repo{endpoint, std::string(c.repository), std::string(c.revision)};
   const HubClient client{&http, options.retry, say};
   say("pulling " + std::string(c.id) + " (" + repo.repository + " at " + repo.revision + ") from " + endpoint);
 
   // 1. What the revision holds; nothing is written before this is known.
   Result<HubListing> listing = fetch_listing(client, repo);
-  if (!listing && http.last_error_was_unreachable())
-    return fail(listing.error().message, " (offline? `kipp convert` builds an artifact from a local checkpoint directory)");
+  if (!listing && http.last_error_was_unreachable()) {
+    Error offline = fail(listing.error().message,
+                         " (offline? `kipp convert` builds an artifact from a local checkpoint directory)");
+    offline.unreachable = true;
+    return offline;
+  }
   if (!listing) return listing.error();
   if (!listing->available)
     say("the hub serves no file listing for this revision; probing each file (files outside git-LFS cannot be verified)");
@@ -251,19 +306,8 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   KIPP_TRY(check_free_space(report.download_dir, weights));
   for (const HubFile& file : weights) KIPP_TRY(fetch(file));
 
-  // 4. The artifact, written under a temporary name and renamed when complete.
-  say("converting to " + std::string(quant_scheme_name(options.scheme)) + " -> " + report.artifact_path);
-  ConvertOptions convert;
-  convert.checkpoint_id = std::string(c.id);
-  convert.source_dir = report.download_dir;
-  convert.scheme = options.scheme;
-  convert.out_path = report.artifact_path;
-  convert.known_sha256 = std::move(known_sha256);
-  if (options.progress) convert.on_progress = show_progress_on(*options.progress);
-  Result<ConvertReport> converted = convert_checkpoint(convert);
-  if (options.progress) options.progress->finish();
-  if (!converted) return converted.error();
-  report.conversion = *converted;
+  // 4. The artifact.
+  KIPP_TRY(convert_pulled(options, c, std::move(known_sha256), report, say));
   cleanup.disarm();
   return report;
 }

@@ -26,6 +26,13 @@ struct PullOptions {
   std::string models_dir = kDefaultModelsDir;
   // Empty: the public hub. Synthetic kipp-test/ entries are only pulled from an explicit endpoint.
   std::string endpoint;
+  // A Hugging Face access token, sent as `Authorization: Bearer` to the endpoint's origin only.
+  std::string token;
+  // The Hugging Face cache to take a complete snapshot of the pinned revision from (hf_cache.h);
+  // empty: not looked at.
+  std::string hf_cache_dir;
+  // Never touch the network (HF_HUB_OFFLINE): the checkpoint must be in the Hugging Face cache.
+  bool offline = false;
   ProgressDisplay* progress = nullptr;            // optional
   std::function<void(const std::string&)> note;   // one-line messages; optional
   RetryPolicy retry;
@@ -33,7 +40,7 @@ struct PullOptions {
 
 struct PullReport {
   std::string artifact_path;
-  std::string download_dir;
+  std::string download_dir;  // where the source files are: Kipp's download folder, or the HF cache snapshot
   std::vector<FileOutcome> files;
   ConvertReport conversion;
 };

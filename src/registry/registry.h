@@ -41,7 +41,10 @@ struct Checkpoint {
   uint32_t q_heads;
   uint32_t context;
   float rope_theta;
-  bool tied;       // lm_head is the token embedding
+  bool tied;              // lm_head is the token embedding
+  // The published safetensors also carry lm_head.weight although the checkpoint is tied (Qwen3-0.6B
+  // and Qwen3-1.7B). Transformers ignores it, and so does the converter: it is not in the artifact.
+  bool stores_tied_head;
   bool synthetic;  // a kipp-test/ entry: generated locally, never offered by `kipp pull`
 
   uint32_t kv_heads() const { return family::kv_heads; }
@@ -54,7 +57,10 @@ struct Checkpoint {
   // eos as the checkpoint's tokenizer_config declares it.
   uint32_t eos_id() const { return variant == Variant::base ? family::token_endoftext : family::token_im_end; }
   std::vector<uint32_t> stop_ids() const;
+  // Tensors in the artifact: 2 + 11 per layer, + lm_head when untied.
   uint32_t tensor_count() const { return 2 + 11 * layers + (tied ? 0 : 1); }
+  // Tensors in the published safetensors: the artifact's, + a stored head of a tied checkpoint.
+  uint32_t source_tensor_count() const { return tensor_count() + (tied && stores_tied_head ? 1 : 0); }
   uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * family::kv_heads * family::head_dim * 2; }
   uint64_t parameter_count() const;
 };

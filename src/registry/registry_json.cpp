@@ -30,7 +30,9 @@ std::string registry_json(int indent) {
     e["tied"] = c.tied;
     e["eos_id"] = c.eos_id();
     e["stop_ids"] = c.stop_ids();
+    e["stores_tied_head"] = c.stores_tied_head;
     e["tensor_count"] = c.tensor_count();
+    e["source_tensor_count"] = c.source_tensor_count();
     e["parameter_count"] = c.parameter_count();
     e["kv_bytes_per_token"] = c.kv_bytes_per_token();
     entries.push_back(std::move(e));

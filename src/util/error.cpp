@@ -3,7 +3,8 @@
 namespace kipp {
 
 Error with_context(const std::string& context, Error error) {
-  return Error{context + ": " + error.message};
+  error.message = context + ": " + error.message;
+  return error;
 }
 
 }  // namespace kipp

@@ -13,6 +13,9 @@ namespace kipp {
 
 struct Error {
   std::string message;
+  // The host named could not be reached at all (no route, no DNS, refused): being offline, as
+  // opposed to every other failure. The CLI gives it its own exit status.
+  bool unreachable = false;
 };
 
 // Builds an Error by streaming every argument: fail("tensor ", name, ": expected ", n).

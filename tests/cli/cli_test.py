@@ -23,10 +23,11 @@ class Registry(unittest.TestCase):
         run = kipp("registry", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         entries = json.loads(run.stdout)["checkpoints"]
-        self.assertEqual(len(entries), 18)
+        self.assertEqual(len(entries), 21)
         fields = {"id", "repository", "revision", "variant", "layers", "hidden", "ffn", "q_heads", "kv_heads",
                   "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
-                  "attention_width", "eos_id", "tensor_count", "parameter_count", "kv_bytes_per_token"}
+                  "attention_width", "eos_id", "tensor_count", "source_tensor_count", "stores_tied_head",
+                  "parameter_count", "kv_bytes_per_token"}
         for entry in entries:
             self.assertLessEqual(fields, set(entry), entry["id"])
             self.assertEqual(entry["attention_width"], entry["q_heads"] * 128)
@@ -39,7 +40,7 @@ class Registry(unittest.TestCase):
         run = kipp("registry")
         self.assertEqual(run.returncode, 0)
         rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
-        self.assertEqual(len(rows), 18)
+        self.assertEqual(len(rows), 21)
         self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
 
 

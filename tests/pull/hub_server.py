@@ -1,35 +1,53 @@
 #!/usr/bin/env python3
-"""A local stand-in for the Hugging Face hub, for `kipp pull` tests (Python 3 standard library only).
+"""A local stand-in for the Hugging Face hub that behaves as the real one does, for `kipp pull` tests
+(Python 3 standard library only). Two servers: the hub on 127.0.0.1 and its CDN on 127.0.0.2.
 
-Serves checkpoint source directories in the hub's URL layout:
-  GET/HEAD /{repo}/resolve/{rev}/{file}   files; *.safetensors are "LFS" files: the resolve URL answers
-                                          302 with X-Linked-Etag (SHA-256) and X-Linked-Size, and the
-                                          bytes come from /_lfs/{sha256}, like the hub's CDN
-  GET      /api/models/{repo}/tree/{rev}  the tree listing: type, path, size, oid, lfs {oid, size}
-and 404 for anything else. Byte ranges (Range: bytes=N- / N-M) get 206 or 416.
+The hub (127.0.0.1):
+  GET /api/models/{repo}/tree/{rev}      the tree listing (type, path, size, oid, lfs {oid, size,
+                                         pointerSize}), paginated with `Link: <absolute URL>; rel="next"`
+  GET|HEAD /{repo}/resolve/{rev}/{file}  a file in git-LFS (the patterns of the repository's own
+                                         .gitattributes): 302 to an absolute, signed CDN URL, with
+                                         X-Linked-Etag (SHA-256), X-Linked-Size, ETag and X-Repo-Commit;
+                                         any other file: 307 with a relative Location into
+  GET|HEAD /api/resolve-cache/models/{repo}/{rev}/{file}   which serves the bytes, ETag = git blob id
+The CDN (127.0.0.2):
+  GET /repos/{sha256}?Expires=T&Signature=S   the bytes, after checking the signature and that T is
+                                              not past (403 "Request has expired" otherwise); HEAD is
+                                              refused (403), as a signed URL for GET refuses it
+Both honour Range (bytes=N- and N-M: 206, or 416 past the end) and 404 anything else.
 
 Faults, from the command line:
   --drop FILE:N        the first GET of FILE's bytes sends N bytes of the body, then closes the connection
   --corrupt FILE:OFF   FILE's byte at offset OFF is served flipped; every advertised hash stays the original
   --ignore-range FILE  answer Range requests for FILE with 200 and the whole file
-  --status TEXT:CODE[:COUNT]  answer CODE for request paths containing TEXT (the first COUNT times; default always)
+  --status TEXT:CODE[:COUNT[:RETRY_AFTER]]  answer CODE for request paths containing TEXT (the first
+                       COUNT times, default always), with Retry-After when given
+  --expire FILE:K      the K-th signed URL the hub issues for FILE (counting from 1) is already expired
+  --page-size N        tree listing pages of N entries
+  --require-token T    the hub answers 401 to requests without `Authorization: Bearer T` (403 for another token)
   --no-listing         the tree listing answers 404
   --bad-listing        the tree listing answers 200 with a body that is not JSON
-Prints the port it listens on (127.0.0.1, chosen by the system) as the first line of stdout, and
-appends one JSON line per request to --log: {"method", "path", "range"}. --hash-cache FILE keeps
-the fixture's hashes between runs.
+Prints the hub's port as the first line of stdout, and appends one JSON line per request to --log:
+{"server", "method", "path", "range", "authorization", "time"}. --hash-cache FILE keeps the fixture's
+hashes between runs.
 """
 import argparse
+import fnmatch
 import hashlib
+import hmac
 import http.server
 import json
 import os
 import socket
 import sys
 import threading
+import time
 import urllib.parse
 
 CHUNK = 1 << 20
+CDN_HOST = "127.0.0.2"
+SIGNING_KEY = os.urandom(16)
+URL_LIFETIME_S = 3600
 
 
 class HashCache:
@@ -62,23 +80,32 @@ class HashCache:
             os.replace(temporary, self.path)
 
 
+def lfs_patterns(directory):
+    """The LFS patterns of a repository's .gitattributes (as the hub decides what is LFS)."""
+    path = os.path.join(directory, ".gitattributes")
+    if not os.path.exists(path):
+        return ["*.safetensors"]
+    with open(path) as handle:
+        return [line.split()[0] for line in handle if "filter=lfs" in line]
+
+
 class Repo:
     def __init__(self, name, revision, directory, hashes):
         self.name, self.revision, self.directory = name, revision, directory
         self.files = {}  # file name -> listing entry
+        patterns = lfs_patterns(directory)
         for entry in sorted(os.listdir(directory)):
             path = os.path.join(directory, entry)
             if not os.path.isfile(path):
                 continue
             size = os.path.getsize(path)
-            if entry.endswith(".safetensors"):
+            if any(fnmatch.fnmatchcase(entry, pattern) for pattern in patterns):
                 sha256 = hashes.get(path, "sha256")
                 pointer = f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n".encode()
                 self.files[entry] = {"type": "file", "oid": git_blob_sha1(pointer), "size": size, "path": entry,
                                      "lfs": {"oid": sha256, "size": size, "pointerSize": len(pointer)}}
             else:
-                blob = hashes.get(path, "blob")
-                self.files[entry] = {"type": "file", "oid": blob, "size": size, "path": entry}
+                self.files[entry] = {"type": "file", "oid": hashes.get(path, "blob"), "size": size, "path": entry}
 
     def listing(self):
         return [{"type": "directory", "oid": "0" * 40, "size": 0, "path": "original"}] + list(self.files.values())
@@ -93,6 +120,10 @@ def file_digest(path, digest):
 
 def git_blob_sha1(data):
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def signature(sha256, expires):
+    return hmac.new(SIGNING_KEY, f"{sha256}:{expires}".encode(), hashlib.sha256).hexdigest()
 
 
 class Hub:
@@ -110,19 +141,30 @@ class Hub:
         self.drop = dict(parse_pair(item) for item in args.drop)
         self.corrupt = dict(parse_pair(item) for item in args.corrupt)
         self.ignore_range = set(args.ignore_range)
+        self.expire = {}
+        for item in args.expire:
+            name, issue = parse_pair(item)
+            self.expire.setdefault(name, set()).add(issue)
+        self.issued = {}  # file -> signed URLs issued so far
         self.statuses = []
         for item in args.status:
             parts = item.split(":")
             self.statuses.append({"text": parts[0], "code": int(parts[1]),
-                                  "left": int(parts[2]) if len(parts) > 2 else None})
-        self.no_listing, self.bad_listing = args.no_listing, args.bad_listing
+                                  "left": int(parts[2]) if len(parts) > 2 and parts[2] else None,
+                                  "retry_after": parts[3] if len(parts) > 3 else None})
+        self.no_listing, self.bad_listing, self.page_size = args.no_listing, args.bad_listing, args.page_size
+        self.token = args.require_token
+        self.hub_port = self.cdn_port = None
         self.lock = threading.Lock()
         self.log = open(args.log, "a", buffering=1) if args.log else None
 
-    def record(self, method, path, range_header):
+    def record(self, server, method, path, headers):
         if self.log:
             with self.lock:
-                self.log.write(json.dumps({"method": method, "path": path, "range": range_header}) + "\n")
+                self.log.write(json.dumps({"server": server, "method": method, "path": path,
+                                           "range": headers.get("Range"),
+                                           "authorization": headers.get("Authorization"),
+                                           "time": time.time()}) + "\n")
                 self.log.flush()
 
     def injected_status(self, path):
@@ -131,12 +173,20 @@ class Hub:
                 if rule["text"] in path and (rule["left"] is None or rule["left"] > 0):
                     if rule["left"] is not None:
                         rule["left"] -= 1
-                    return rule["code"]
-        return None
+                    return rule["code"], rule["retry_after"]
+        return None, None
 
     def take_drop(self, file):
         with self.lock:
             return self.drop.pop(file, None)
+
+    def signed_url(self, file, sha256):
+        with self.lock:
+            self.issued[file] = self.issued.get(file, 0) + 1
+            expired = self.issued[file] in self.expire.get(file, set())
+        expires = int(time.time()) + (-60 if expired else URL_LIFETIME_S)
+        return (f"http://{CDN_HOST}:{self.cdn_port}/repos/{sha256}?Expires={expires}"
+                f"&Signature={signature(sha256, expires)}")
 
 
 def parse_pair(item):
@@ -146,7 +196,7 @@ def parse_pair(item):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server_version = "kipp-test-hub/1"
+    server_version = "kipp-test-hub/2"
 
     def log_message(self, format, *args):  # quiet: the request log is the record
         pass
@@ -159,39 +209,101 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def route(self, head):
         hub = self.server.hub
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        hub.record(self.command, path, self.headers.get("Range"))
-        code = hub.injected_status(path)
+        split = urllib.parse.urlsplit(self.path)
+        path, query = urllib.parse.unquote(split.path), urllib.parse.parse_qs(split.query)
+        hub.record(self.server.role, self.command, path, self.headers)
+        code, retry_after = hub.injected_status(path)
         if code is not None:
-            return self.reply(code, b'{"error":"injected"}', head)
+            return self.reply(code, b'{"error":"injected"}', head,
+                              extra={"Retry-After": retry_after} if retry_after else None)
+        if self.server.role == "cdn":
+            return self.route_cdn(path, query, head)
+        if hub.token is not None:
+            sent = self.headers.get("Authorization")
+            if sent != f"Bearer {hub.token}":
+                return self.reply(403 if sent else 401, b'{"error":"Invalid credentials in Authorization header"}',
+                                  head, extra={"X-Error-Code": "GatedRepo" if sent else "RepoNotFound"})
         if path.startswith("/api/models/") and "/tree/" in path:
-            repo_name, _, revision = path[len("/api/models/"):].partition("/tree/")
-            repo = hub.repos.get(repo_name)
-            if hub.no_listing or not repo or revision != repo.revision:
-                return self.reply(404, b'{"error":"not found"}', head)
-            if hub.bad_listing:
-                return self.reply(200, b"<html>this is not a listing</html>", head, "text/html")
-            return self.reply(200, json.dumps(repo.listing()).encode(), head, "application/json")
-        if path.startswith("/_lfs/"):
-            found = hub.lfs.get(path[len("/_lfs/"):])
-            if not found:
-                return self.reply(404, b"no such object", head)
-            repo, file = found
-            return self.send_file(repo, file, head, {})
+            return self.route_listing(path, query, head)
+        if path.startswith("/api/resolve-cache/models/"):
+            return self.route_resolve_cache(path, head)
         if "/resolve/" in path:
-            repo_name, _, rest = path[1:].partition("/resolve/")
-            revision, _, file = rest.partition("/")
-            repo = hub.repos.get(repo_name)
-            if not repo or revision != repo.revision or file not in repo.files:
-                return self.reply(404, b"Entry not found", head, extra={"X-Error-Code": "EntryNotFound"})
-            entry = repo.files[file]
-            if "lfs" in entry:  # like the hub: the hash in headers, the bytes from the CDN
-                sha256 = entry["lfs"]["oid"]
-                return self.reply(302, b"", head, extra={
-                    "Location": f"/_lfs/{sha256}", "X-Linked-Etag": f'"{sha256}"',
-                    "X-Linked-Size": str(entry["size"]), "ETag": f'"{entry["oid"]}"'})
-            return self.send_file(repo, file, head, {"ETag": f'"{entry["oid"]}"'})
+            return self.route_resolve(path, head)
         return self.reply(404, b"not found", head)
+
+    def route_listing(self, path, query, head):
+        hub = self.server.hub
+        repo_name, _, revision = path[len("/api/models/"):].partition("/tree/")
+        repo = hub.repos.get(repo_name)
+        if hub.no_listing or not repo or revision != repo.revision:
+            return self.reply(404, b'{"error":"not found"}', head)
+        if hub.bad_listing:
+            return self.reply(200, b"<html>this is not a listing</html>", head, "text/html")
+        entries = repo.listing()
+        start = int(query.get("cursor", ["0"])[0])
+        extra = {}
+        if hub.page_size:
+            page, following = entries[start:start + hub.page_size], start + hub.page_size
+            if following < len(entries):
+                extra["Link"] = (f'<http://127.0.0.1:{hub.hub_port}/api/models/{repo_name}/tree/{revision}'
+                                 f'?cursor={following}>; rel="next"')
+            entries = page
+        return self.reply(200, json.dumps(entries).encode(), head, "application/json", extra)
+
+    def find(self, repo_name, revision, file):
+        repo = self.server.hub.repos.get(repo_name)
+        if not repo or revision != repo.revision or file not in repo.files:
+            return None, None
+        return repo, repo.files[file]
+
+    def route_resolve(self, path, head):
+        repo_name, _, rest = path[1:].partition("/resolve/")
+        revision, _, file = rest.partition("/")
+        repo, entry = self.find(repo_name, revision, file)
+        if not entry:
+            return self.reply(404, b"Entry not found", head, extra={"X-Error-Code": "EntryNotFound"})
+        common = {"X-Repo-Commit": repo.revision, "ETag": f'"{entry["oid"]}"'}
+        if "lfs" in entry:  # like the hub: the hash in headers, the bytes from the CDN
+            sha256 = entry["lfs"]["oid"]
+            return self.reply(302, b"", head, extra={
+                **common, "Location": self.server.hub.signed_url(file, sha256),
+                "X-Linked-Etag": f'"{sha256}"', "X-Linked-Size": str(entry["size"])})
+        return self.reply(307, b"", head, extra={
+            **common, "Location": f"/api/resolve-cache/models/{repo_name}/{revision}/{urllib.parse.quote(file)}"})
+
+    def route_resolve_cache(self, path, head):
+        rest = path[len("/api/resolve-cache/models/"):]
+        parts = rest.split("/")
+        if len(parts) < 4:
+            return self.reply(404, b"not found", head)
+        repo_name, revision, file = "/".join(parts[:2]), parts[2], "/".join(parts[3:])
+        repo, entry = self.find(repo_name, revision, file)
+        if not entry or "lfs" in entry:
+            return self.reply(404, b"Entry not found", head)
+        return self.send_file(repo, file, head, {"ETag": f'"{entry["oid"]}"', "X-Repo-Commit": repo.revision})
+
+    def route_cdn(self, path, query, head):
+        hub = self.server.hub
+        if not path.startswith("/repos/"):
+            return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>", head, "application/xml")
+        sha256 = path[len("/repos/"):]
+        if head:
+            return self.reply(403, b"", head, "application/xml")
+        try:
+            expires, given = int(query["Expires"][0]), query["Signature"][0]
+        except (KeyError, ValueError):
+            return self.reply(403, b"<Error><Code>AccessDenied</Code><Message>Missing signature</Message></Error>",
+                              head, "application/xml")
+        if not hmac.compare_digest(given, signature(sha256, expires)):
+            return self.reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", head, "application/xml")
+        if expires < time.time():
+            return self.reply(403, b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>",
+                              head, "application/xml")
+        found = hub.lfs.get(sha256)
+        if not found:
+            return self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>", head, "application/xml")
+        repo, file = found
+        return self.send_file(repo, file, head, {"ETag": f'"{sha256}"'})
 
     def reply(self, code, body, head, content_type="text/plain", extra=None):
         self.send_response(code)
@@ -254,6 +366,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 position += len(chunk)
 
 
+def serve(hub, host, role):
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
+    server.daemon_threads = True
+    server.hub, server.role = hub, role
+    return server
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", nargs=3, action="append", default=[], metavar=("REPO", "REVISION", "DIR"))
@@ -263,15 +382,19 @@ def main():
     parser.add_argument("--corrupt", action="append", default=[])
     parser.add_argument("--ignore-range", action="append", default=[])
     parser.add_argument("--status", action="append", default=[])
+    parser.add_argument("--expire", action="append", default=[])
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--require-token")
     parser.add_argument("--no-listing", action="store_true")
     parser.add_argument("--bad-listing", action="store_true")
     args = parser.parse_args()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    server.hub = Hub(args)
-    print(server.server_address[1], flush=True)
+    hub = Hub(args)
+    hub_server, cdn_server = serve(hub, "127.0.0.1", "hub"), serve(hub, CDN_HOST, "cdn")
+    hub.hub_port, hub.cdn_port = hub_server.server_address[1], cdn_server.server_address[1]
+    threading.Thread(target=cdn_server.serve_forever, daemon=True).start()
+    print(hub.hub_port, flush=True)
     try:
-        server.serve_forever()
+        hub_server.serve_forever()
     except KeyboardInterrupt:
         pass
 

@@ -145,12 +145,16 @@ class Qwen3Reference:
         self.embed = self.w.get("model.embed_tokens.weight")
         if self.embed.shape != (self.vocab, self.hidden):
             raise ValueError(f"embedding shape {self.embed.shape} != ({self.vocab}, {self.hidden})")
-        if "lm_head.weight" in self.w:
-            self.lm_head = self.w.get("lm_head.weight")
-            self.tied = False
-        else:
+        # transformers' semantics: tie_word_embeddings (default true) makes the embedding the head,
+        # and an lm_head.weight stored anyway (the published Qwen3-0.6B and -1.7B carry one) is
+        # never read.
+        self.tied = cfg.get("tie_word_embeddings", True)
+        if self.tied:
             self.lm_head = self.embed
-            self.tied = True
+        elif "lm_head.weight" in self.w:
+            self.lm_head = self.w.get("lm_head.weight")
+        else:
+            raise ValueError("tie_word_embeddings is false but there is no lm_head.weight")
         self.layers = [self._load_layer(i) for i in range(self.n_layers)]
         self.final_norm = self.w.get("model.norm.weight").astype(np.float64)
 

@@ -1,11 +1,8 @@
 #include "synthetic_checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -49,66 +46,27 @@ Status write_text(const std::string& path, const std::string& text) {
   return out.commit();
 }
 
-Json config_json(const Checkpoint& c) {
-  Json config;
-  config["architectures"] = {"Qwen3ForCausalLM"};
-  config["attention_bias"] = false;
-  config["attention_dropout"] = 0.0;
-  config["bos_token_id"] = family::token_endoftext;
-  config["eos_token_id"] = c.eos_id();
-  config["head_dim"] = c.head_dim();
-  config["hidden_act"] = "silu";
-  config["hidden_size"] = c.hidden;
-  config["initializer_range"] = 0.02;
-  config["intermediate_size"] = c.ffn;
-  config["max_position_embeddings"] = c.context;
-  config["max_window_layers"] = c.layers;
-  config["model_type"] = "qwen3";
-  config["num_attention_heads"] = c.q_heads;
-  config["num_hidden_layers"] = c.layers;
-  config["num_key_value_heads"] = c.kv_heads();
-  config["rms_norm_eps"] = 1e-6;
-  config["rope_scaling"] = nullptr;
-  config["rope_theta"] = double(c.rope_theta);
-  config["sliding_window"] = nullptr;
-  config["tie_word_embeddings"] = c.tied;
-  config["torch_dtype"] = "bfloat16";
-  config["transformers_version"] = "4.51.0";
-  config["use_cache"] = true;
-  config["use_sliding_window"] = false;
-  config["vocab_size"] = c.vocab();
-  return config;
-}
-
-// A safetensors header: JSON padded with spaces to a multiple of 8 bytes.
-std::string safetensors_header(const std::vector<const ExpectedTensor*>& tensors) {
-  Json header;
-  header["__metadata__"] = {{"format", "pt"}};
-  uint64_t offset = 0;
-  for (const ExpectedTensor* t : tensors) {
-    const uint64_t bytes = t->rows * t->cols * 2;
-    header[t->hf_name] = {{"dtype", "BF16"}, {"shape", t->hf_shape()}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  return text;
-}
-
-Status write_shard(const std::string& path, const std::vector<const ExpectedTensor*>& tensors, uint64_t seed) {
+// One shard: the header, then each tensor's data in the header's (name) order.
+// `head_is_embedding`: lm_head.weight (a stored tied head) gets the embedding's values.
+Status write_shard(const std::string& path, const PlannedShard& shard, uint64_t seed, bool head_is_embedding) {
   KIPP_ASSIGN(AtomicFile out, AtomicFile::create(path));
-  const std::string header = safetensors_header(tensors);
+  const std::string header = safetensors_header(shard.tensors);
   const uint64_t header_size = header.size();
   KIPP_TRY(out.write(&header_size, 8));
   KIPP_TRY(out.write(header.data(), header.size()));
+  std::vector<const ExpectedTensor*> sorted;
+  for (const ExpectedTensor& t : shard.tensors) sorted.push_back(&t);
+  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->hf_name < b->hf_name; });
   std::vector<uint16_t> chunk;
   constexpr uint64_t kChunk = 1 << 20;
-  for (const ExpectedTensor* t : tensors) {
+  for (const ExpectedTensor* t : sorted) {
+    const bool copy = head_is_embedding && t->hf_name == "lm_head.weight";
+    const std::string values_of = copy ? "model.embed_tokens.weight" : t->hf_name;
     const uint64_t count = t->rows * t->cols;
     for (uint64_t start = 0; start < count; start += kChunk) {
       const uint64_t n = std::min(kChunk, count - start);
       chunk.resize(n);
-      for (uint64_t i = 0; i < n; ++i) chunk[i] = synthetic_value(seed, t->hf_name, start + i, t->rows, t->cols);
+      for (uint64_t i = 0; i < n; ++i) chunk[i] = synthetic_value(seed, values_of, start + i, t->rows, t->cols);
       KIPP_TRY(out.write(chunk.data(), n * 2));
     }
   }
@@ -138,50 +96,23 @@ uint16_t synthetic_value(uint64_t seed, const std::string& hf_name, uint64_t ind
 
 Status write_synthetic_checkpoint(const SyntheticOptions& options) {
   const Checkpoint& c = *options.checkpoint;
+  const PublishedLayout& layout = options.layout ? *options.layout : default_layout_for(c);
+  const Checkpoint& published = layout_checkpoint(layout);
+  if (published.variant != c.variant || published.tied != c.tied)
+    return fail(c.id, " (", variant_name(c.variant), c.tied ? ", tied" : ", untied", ") cannot take the files of ",
+                published.id, " (", variant_name(published.variant), published.tied ? ", tied" : ", untied", ")");
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) return fail(options.out_dir, ": cannot create: ", error.message());
   const std::string dir = options.out_dir + "/";
 
-  KIPP_TRY(write_text(dir + "config.json", config_json(c).dump(2) + "\n"));
-  Json generation = {{"bos_token_id", family::token_endoftext}, {"eos_token_id", c.stop_ids()},
-                     {"pad_token_id", family::token_endoftext}};
-  KIPP_TRY(write_text(dir + "generation_config.json", generation.dump(2) + "\n"));
-  KIPP_TRY(write_text(dir + "LICENSE", "Synthetic Kipp test checkpoint. Tokenizer files: Qwen, Apache-2.0.\n"));
-
-  KIPP_ASSIGN(std::string tokenizer, read_text_file(options.tokenizer_dir + "/tokenizer.json"));
-  KIPP_TRY(write_text(dir + "tokenizer.json", tokenizer));
-  KIPP_ASSIGN(std::string tokenizer_config, read_text_file(options.tokenizer_dir + "/tokenizer_config.json"));
-  if (c.variant == Variant::base) {  // base checkpoints end text with <|endoftext|>
-    Json parsed = Json::parse(tokenizer_config, nullptr, false);
-    if (parsed.is_discarded()) return fail(options.tokenizer_dir, "/tokenizer_config.json: not valid JSON");
-    parsed["eos_token"] = "<|endoftext|>";
-    tokenizer_config = parsed.dump(2);
-  }
-  KIPP_TRY(write_text(dir + "tokenizer_config.json", tokenizer_config));
-
-  const std::vector<ExpectedTensor> tensors = expected_tensors(c);
-  if (options.shards == 0) {
-    std::vector<const ExpectedTensor*> all;
-    for (const auto& t : tensors) all.push_back(&t);
-    return write_shard(dir + "model.safetensors", all, options.seed);
-  }
-  Json weight_map = Json::object();
-  uint64_t total = 0;
-  const size_t per_shard = (tensors.size() + options.shards - 1) / options.shards;
-  for (uint32_t s = 0; s < options.shards; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "model-%05u-of-%05u.safetensors", s + 1, options.shards);
-    std::vector<const ExpectedTensor*> part;
-    for (size_t i = s * per_shard; i < std::min(tensors.size(), (s + 1) * per_shard); ++i) {
-      part.push_back(&tensors[i]);
-      weight_map[tensors[i].hf_name] = name;
-      total += tensors[i].rows * tensors[i].cols * 2;
-    }
-    KIPP_TRY(write_shard(dir + name, part, options.seed));
-  }
-  Json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-  return write_text(dir + "model.safetensors.index.json", index.dump(2) + "\n");
+  KIPP_ASSIGN(auto small_files, published_small_files(c, layout, options.sources));
+  for (const auto& [name, content] : small_files) KIPP_TRY(write_text(dir + name, content));
+  const std::vector<PlannedShard> shards = plan_shards(c, layout);
+  for (const PlannedShard& shard : shards)
+    KIPP_TRY(write_shard(dir + shard.file_name, shard, options.seed, c.tied && options.head_equals_embedding));
+  if (shards.size() > 1) KIPP_TRY(write_text(dir + "model.safetensors.index.json", safetensors_index(shards, layout)));
+  return {};
 }
 
 Status write_safetensors(const std::string& path, const std::vector<RawTensor>& tensors) {

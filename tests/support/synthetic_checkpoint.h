@@ -1,24 +1,30 @@
-// Writes deterministic Hugging Face-style Qwen3 source directories for registry entries:
-// config.json, BF16 safetensors (single file or shards + index), the real tokenizer files and
-// generation_config.json. Values are a pure function of (seed, tensor, element), so any size can
-// be generated in bounded memory and regenerated identically.
+// Writes a Hugging Face source directory for a registry entry laid out exactly as a published
+// checkpoint is (published_layout.h): the same file names, small files with the published bytes
+// (published_files.h), the same tensor set (a stored head where the published checkpoint has one),
+// shard split and index. Only the weights are synthetic: BF16 values that are a pure function of
+// (seed, tensor, element), so any size is generated in bounded memory and regenerated identically.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "published_files.h"
+#include "published_layout.h"
 #include "registry/registry.h"
 #include "util/error.h"
 
 namespace kipp::testing {
 
 struct SyntheticOptions {
-  const Checkpoint* checkpoint = nullptr;
+  const Checkpoint* checkpoint = nullptr;   // the dimensions, variant and tying written
+  const PublishedLayout* layout = nullptr;  // whose files to lay out; nullptr: default_layout_for(checkpoint)
   std::string out_dir;
-  std::string tokenizer_dir;  // holds the real tokenizer.json and tokenizer_config.json
+  PublishedSources sources;
   uint64_t seed = 1;
-  uint32_t shards = 0;        // 0: one model.safetensors; N: N shards and an index
+  // A stored tied head holds the embedding's bits; otherwise values of its own, so that a reader
+  // that used it instead of the embedding would give other logits.
+  bool head_equals_embedding = false;
 };
 
 Status write_synthetic_checkpoint(const SyntheticOptions& options);

@@ -113,9 +113,20 @@ TEST(Convert, RejectsMissingUnknownMistypedAndMisshapenTensors) {
   expect_error(convert(dir, dir + "/../out.gguf"), "missing tensor model.layers.0.self_attn.k_proj.weight");
 
   rewrite_safetensors(dir, [](auto& t) {
-    t.push_back({"lm_head.weight", "BF16", {151936, 256}, std::vector<uint8_t>(151936 * 256 * 2)});
+    t.push_back({"model.layers.0.mlp.extra_proj.weight", "BF16", {4}, std::vector<uint8_t>(8)});
   });
-  expect_error(convert(dir, dir + "/../out.gguf"), "unexpected tensor lm_head.weight");
+  expect_error(convert(dir, dir + "/../out.gguf"), "unexpected tensor model.layers.0.mlp.extra_proj.weight");
+
+  // A tied checkpoint may store lm_head.weight (the published 0.6B does), but only one that could
+  // be the head: the embedding's dtype and shape.
+  rewrite_safetensors(dir, [](auto& t) {
+    t.push_back({"lm_head.weight", "F16", {151936, 256}, std::vector<uint8_t>(151936 * 256 * 2)});
+  });
+  expect_error(convert(dir, dir + "/../out.gguf"), "lm_head.weight (stored beside the tied embedding): dtype F16");
+  rewrite_safetensors(dir, [](auto& t) {
+    t.push_back({"lm_head.weight", "BF16", {151936, 128}, std::vector<uint8_t>(151936 * 128 * 2)});
+  });
+  expect_error(convert(dir, dir + "/../out.gguf"), "shape [151936, 128], expected [151936, 256]");
 
   rewrite_safetensors(dir, [](auto& t) {
     t[1].dtype = "F16";  // same byte size, wrong type
@@ -202,33 +213,78 @@ TEST(Convert, RemovesTemporariesLeftByInterruptedRuns) {
   EXPECT_TRUE(fs::exists(live));
 }
 
-TEST(Convert, ShardedAndSingleFileSourcesGiveIdenticalTensors) {
-  // Re-shard the tiny source with the generator and compare the two artifacts' tensor data.
-  const std::string scratch = testing::scratch_dir("sharded");
-  const Checkpoint* tiny = find_checkpoint("kipp-test/qwen3-tiny");
-  ASSERT_TRUE(testing::write_synthetic_checkpoint({tiny, scratch + "/src", testing::tokenizer_dir(), 1, 4}).ok());
-  ASSERT_TRUE(convert(scratch + "/src", scratch + "/sharded.gguf").ok());
-  auto sharded = ModelFile::open(scratch + "/sharded.gguf");
-  auto single = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
-  ASSERT_TRUE(sharded.ok() && single.ok());
-  ASSERT_EQ(sharded.value()->gguf().tensors.size(), single.value()->gguf().tensors.size());
-  for (size_t i = 0; i < single.value()->gguf().tensors.size(); ++i) {
-    const auto& a = sharded.value()->gguf().tensors[i];
-    const auto& b = single.value()->gguf().tensors[i];
-    ASSERT_EQ(a.name, b.name);
-    ASSERT_TRUE(std::equal(a.data.begin(), a.data.end(), b.data.begin(), b.data.end())) << a.name;
+// Writes the tiny entry laid out as `layout_of` publishes it, into `dir`.
+void write_tiny_as(const std::string& layout_of, const std::string& dir, bool head_equals_embedding = false) {
+  testing::SyntheticOptions options;
+  options.checkpoint = find_checkpoint("kipp-test/qwen3-tiny");
+  options.layout = testing::find_published_layout(layout_of);
+  options.out_dir = dir;
+  options.sources = testing::published_sources();
+  options.head_equals_embedding = head_equals_embedding;
+  ASSERT_TRUE(testing::write_synthetic_checkpoint(options).ok());
+}
+
+void expect_same_tensors(const std::string& a_path, const std::string& b_path) {
+  auto a = ModelFile::open(a_path);
+  auto b = ModelFile::open(b_path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a.value()->gguf().tensors.size(), b.value()->gguf().tensors.size());
+  for (size_t i = 0; i < a.value()->gguf().tensors.size(); ++i) {
+    const auto& x = a.value()->gguf().tensors[i];
+    const auto& y = b.value()->gguf().tensors[i];
+    ASSERT_EQ(x.name, y.name);
+    ASSERT_TRUE(std::equal(x.data.begin(), x.data.end(), y.data.begin(), y.data.end())) << x.name;
   }
 }
 
+TEST(Convert, ShardedAndSingleFileSourcesGiveIdenticalTensors) {
+  // Qwen3-4B's layout (three shards, an index whose total_size is the tensor bytes, no stored
+  // head) against the fixture's single file with a stored head: the same artifact tensors.
+  const std::string scratch = testing::scratch_dir("sharded");
+  write_tiny_as("qwen3-4b", scratch + "/src");
+  ASSERT_TRUE(fs::exists(scratch + "/src/model-00003-of-00003.safetensors"));
+  auto report = convert(scratch + "/src", scratch + "/sharded.gguf");
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  EXPECT_FALSE(report->stored_tied_head.present);
+  expect_same_tensors(scratch + "/sharded.gguf", testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+}
+
+TEST(Convert, AStoredTiedHeadIsComparedWithTheEmbeddingAndLeftOut) {
+  // The fixture's source is laid out as Qwen3-0.6B: lm_head.weight stored beside the tied
+  // embedding, with values of its own. Transformers ignores it; so does the artifact.
+  const std::string scratch = testing::scratch_dir("stored_head");
+  auto differing = convert(tiny_source(), scratch + "/differing.gguf");
+  ASSERT_TRUE(differing.ok()) << differing.error().message;
+  const StoredTiedHead& head = differing->stored_tied_head;
+  EXPECT_TRUE(head.present);
+  EXPECT_EQ(head.elements, 151936u * 256u);
+  EXPECT_GT(head.differing_elements, head.elements / 2);
+  EXPECT_NE(describe_stored_tied_head(head, "kipp-test/qwen3-tiny").find("differs from model.embed_tokens.weight in"),
+            std::string::npos);
+  EXPECT_EQ(differing->tensors, find_checkpoint("kipp-test/qwen3-tiny")->tensor_count());
+
+  write_tiny_as("qwen3-0.6b", scratch + "/equal", /*head_equals_embedding=*/true);
+  auto equal = convert(scratch + "/equal", scratch + "/equal.gguf");
+  ASSERT_TRUE(equal.ok()) << equal.error().message;
+  EXPECT_TRUE(equal->stored_tied_head.present);
+  EXPECT_EQ(equal->stored_tied_head.differing_elements, 0u);
+  EXPECT_NE(describe_stored_tied_head(equal->stored_tied_head, "kipp-test/qwen3-tiny")
+                .find("bit for bit equal to model.embed_tokens.weight"),
+            std::string::npos);
+  expect_same_tensors(scratch + "/differing.gguf", scratch + "/equal.gguf");
+  EXPECT_EQ(describe_stored_tied_head(StoredTiedHead{}, "kipp-test/qwen3-tiny"), "");
+}
+
 TEST(Convert, ShardIndexMustAgreeWithTheShards) {
+  // Qwen3-1.7B's layout: two shards, the stored head alone in the second.
   const std::string scratch = testing::scratch_dir("index");
-  const Checkpoint* tiny = find_checkpoint("kipp-test/qwen3-tiny");
-  ASSERT_TRUE(testing::write_synthetic_checkpoint({tiny, scratch, testing::tokenizer_dir(), 1, 2}).ok());
+  write_tiny_as("qwen3-1.7b", scratch);
   const std::string index = scratch + "/model.safetensors.index.json";
   const std::string original = read_text_file(index).value();
+  ASSERT_TRUE(convert(scratch, scratch + "/x.gguf").ok());
 
-  edit_json(index, [](json& doc) { doc["weight_map"]["model.norm.weight"] = "model-00001-of-00002.safetensors"; });
-  expect_error(convert(scratch, scratch + "/x.gguf"), "model.norm.weight is listed in model-00001-of-00002");
+  edit_json(index, [](json& doc) { doc["weight_map"]["model.norm.weight"] = "model-00002-of-00002.safetensors"; });
+  expect_error(convert(scratch, scratch + "/x.gguf"), "model.norm.weight is listed in model-00002-of-00002");
 
   std::ofstream(index) << original;
   edit_json(index, [](json& doc) { doc["weight_map"]["model.extra.weight"] = "model-00001-of-00002.safetensors"; });

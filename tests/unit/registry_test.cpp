@@ -10,7 +10,7 @@
 namespace kipp {
 namespace {
 
-TEST(Registry, HoldsThirteenPinnedCheckpointsAndFiveTestEntries) {
+TEST(Registry, HoldsThirteenPinnedCheckpointsAndEightTestEntries) {
   int real = 0, synthetic = 0;
   std::set<std::string_view> ids;
   for (const Checkpoint& c : all_checkpoints()) {
@@ -20,7 +20,7 @@ TEST(Registry, HoldsThirteenPinnedCheckpointsAndFiveTestEntries) {
     EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
   }
   EXPECT_EQ(real, 13);
-  EXPECT_EQ(synthetic, 5);  // tiny, tiny-untied, and the 0.6B, 4B and 8B shapes
+  EXPECT_EQ(synthetic, 8);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, and the 0.6B, 4B, 8B shapes
   EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
 }
 
@@ -48,6 +48,24 @@ TEST(Registry, DerivedFiguresMatchTheSeedContract) {
   // Tensor count = 2 + 11 * layers (+1 untied).
   EXPECT_EQ(find_checkpoint("qwen3-0.6b")->tensor_count(), 310u);
   EXPECT_EQ(find_checkpoint("qwen3-8b")->tensor_count(), 2u + 11u * 36u + 1u);
+}
+
+TEST(Registry, SourceTensorCountsAreThePublishedOnes) {
+  // CHECKPOINTS-AS-PUBLISHED.md §1-§3: Qwen3-0.6B and Qwen3-1.7B ship lm_head.weight although they
+  // are tied (311 tensors); their Base siblings (310) and the tied 4B checkpoints (398) do not;
+  // every untied checkpoint ships it (399 at 8B, 443 at 14B, 707 at 32B).
+  const std::pair<const char*, uint32_t> published[] = {
+      {"qwen3-0.6b-base", 310}, {"qwen3-0.6b", 311}, {"qwen3-1.7b-base", 310}, {"qwen3-1.7b", 311},
+      {"qwen3-4b-base", 398},   {"qwen3-4b", 398},   {"qwen3-4b-instruct-2507", 398},
+      {"qwen3-8b-base", 399},   {"qwen3-8b", 399},   {"qwen3-14b", 443},  {"qwen3-32b", 707},
+  };
+  for (const auto& [id, count] : published) EXPECT_EQ(find_checkpoint(id)->source_tensor_count(), count) << id;
+  EXPECT_EQ(find_checkpoint("qwen3-0.6b")->tensor_count(), 310u) << "the stored head is not in the artifact";
+  for (const Checkpoint& c : all_checkpoints()) {
+    if (!c.tied) {
+      EXPECT_FALSE(c.stores_tied_head) << c.id << ": only a tied checkpoint can store a redundant head";
+    }
+  }
 }
 
 TEST(Registry, StopSetsFollowTheVariant) {
@@ -93,6 +111,8 @@ TEST(Registry, JsonCarriesEveryFieldOfEveryEntry) {
     EXPECT_EQ(entry["tied"], c->tied);
     EXPECT_EQ(entry["stop_ids"].get<std::vector<uint32_t>>(), c->stop_ids());
     EXPECT_EQ(entry["kv_bytes_per_token"], c->kv_bytes_per_token());
+    EXPECT_EQ(entry["stores_tied_head"], c->stores_tied_head);
+    EXPECT_EQ(entry["source_tensor_count"], c->source_tensor_count());
   }
 }
 

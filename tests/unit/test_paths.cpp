@@ -36,6 +36,7 @@ ScratchRegistry& scratch_registry() {
 }  // namespace
 
 std::string tokenizer_dir() { return KIPP_TOKENIZER_DIR; }
+PublishedSources published_sources() { return {KIPP_TOKENIZER_DIR, KIPP_FACT_SHEET, KIPP_LICENSE_TEXT}; }
 std::string test_models_dir() { return from_env_or("KIPP_TEST_MODELS", KIPP_TEST_MODELS); }
 
 std::string scratch_dir(const std::string& test_name) {

@@ -5,9 +5,13 @@
 
 #include <string>
 
+#include "published_files.h"
+
 namespace kipp::testing {
 
 std::string tokenizer_dir();
+// What the fixture generator reads: the tokenizer files, the fact sheet, the Apache-2.0 text.
+PublishedSources published_sources();
 std::string test_models_dir();
 // A fresh, empty directory for one test, under the build tree, removed when the process exits.
 std::string scratch_dir(const std::string& test_name);

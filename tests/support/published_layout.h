@@ -1,0 +1,78 @@
+// What the hub really serves for each pinned checkpoint, as ../shared/CHECKPOINTS-AS-PUBLISHED.md
+// records it: which form each small file takes, which files exist, how the weights are split
+// into shards, and what the index states. The fixture generator lays out checkpoints from these
+// facts, so that tests run on the files users download, not on what our code expects.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/artifact_layout.h"
+#include "registry/registry.h"
+
+namespace kipp::testing {
+
+// config.json is json.dumps(indent=2, sort_keys=True); the Base files add a final newline.
+enum class ConfigForm { base, post_trained };
+// The three published generation_config.json files.
+enum class GenerationConfigForm { base, post_trained, instruct_2507 };
+// The four tokenizer_config.json files whose bytes are known (each with its own chat template).
+enum class TokenizerConfigForm { base, post_trained, instruct_2507, thinking_2507 };
+// tokenizer.json: the Qwen2.5 file of the Base repositories (22 added tokens, merges as "a b"
+// strings) or the post-trained Qwen3 file (26 added tokens, merges as pairs).
+enum class TokenizerForm { qwen2_5, qwen3 };
+// merges.txt: the Qwen3 file opens with "#version: 0.2"; the Qwen2.5 file (Instruct-2507) does not.
+enum class MergesForm { qwen2_5, qwen3 };
+
+struct PublishedLayout {
+  std::string_view id;  // the registry id of the published checkpoint
+  ConfigForm config;
+  GenerationConfigForm generation_config;
+  TokenizerConfigForm tokenizer_config;
+  TokenizerForm tokenizer;
+  MergesForm merges;
+  uint64_t index_total_size_excess;  // the index's metadata.total_size minus the tensor bytes
+  bool has_license;
+  uint64_t readme_bytes;  // the published README.md's size; 0 where unknown
+  // What of this layout is not established by the fact sheet and was filled in from siblings.
+  std::string_view inferred;
+};
+
+std::vector<const PublishedLayout*> all_published_layouts();
+const PublishedLayout* find_published_layout(std::string_view id);
+// The published checkpoint whose files a fixture of `entry` replicates: itself for a pinned
+// checkpoint; for a kipp-test/ entry, the published sibling of the same variant and tying.
+const PublishedLayout& default_layout_for(const Checkpoint& entry);
+
+// The published checkpoint of a layout (its registry entry).
+const Checkpoint& layout_checkpoint(const PublishedLayout& layout);
+// The tokenizer.json of these layouts is stored in git-LFS on the hub (the post-trained repos).
+bool tokenizer_in_lfs(const PublishedLayout& layout);
+
+// The SHA-256 of the chat template each tokenizer_config.json form embeds (fact sheet §7).
+std::string_view chat_template_sha256(TokenizerConfigForm form);
+
+// The safetensors tensors of a checkpoint in the order transformers' state_dict holds them
+// (embedding; per layer q, k, v, o, q_norm, k_norm, gate, up, down, the two layer norms; the final
+// norm; lm_head when untied or when `layout` stores a tied head).
+std::vector<ExpectedTensor> source_tensors(const Checkpoint& dims, const PublishedLayout& layout);
+
+struct PlannedShard {
+  std::string file_name;  // model.safetensors, or model-0000N-of-0000M.safetensors
+  std::vector<ExpectedTensor> tensors;
+  uint64_t file_bytes = 0;  // 8 + header + data, as the safetensors writer lays it out
+};
+// How the weights split into files. At the published checkpoint's own dimensions this is the
+// hub's split: shards filled in state_dict order up to 4 GB (10^9 bytes) each, a single
+// model.safetensors when everything fits in one. At other dimensions (the tiny test entries) the
+// replica keeps the published shard count and the published last shard's tensor count, and
+// spreads the other tensors evenly by count over the remaining shards.
+std::vector<PlannedShard> plan_shards(const Checkpoint& dims, const PublishedLayout& layout);
+
+// The safetensors header JSON of a shard: "__metadata__" {"format": "pt"} first, tensors sorted
+// by name with contiguous data offsets in that order, compact, padded with spaces to 8 bytes.
+std::string safetensors_header(const std::vector<ExpectedTensor>& tensors);
+
+}  // namespace kipp::testing
