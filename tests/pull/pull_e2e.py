@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """End-to-end tests of `kipp pull`: the real binary against hub_server.py, a local stand-in for the
-hub serving the fixture's synthetic source directories. One scenario per ctest test:
+hub (and its CDN on a second loopback address) that behaves as the real one does, serving the
+fixture's source directories, which are laid out as the published checkpoints are. One scenario per
+ctest test:
 
-  pull_e2e.py --scenario NAME --kipp KIPP --test-models DIR --work DIR
+  pull_e2e.py --scenario NAME --kipp KIPP --test-models DIR [--shape-models DIR] --work DIR
 
-Artifacts are compared byte for byte with the fixture's `kipp convert` output of the same sources.
+Tiny artifacts are compared byte for byte with the fixture's `kipp convert` output of the same
+sources; the full-size 0.6B pull by its logits against the shape fixture's artifact.
 """
 import argparse
+import fnmatch
 import glob
 import hashlib
 import json
@@ -19,7 +23,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY, UNTIED = "kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny-untied"
-SHARD2 = "model-00002-of-00003.safetensors"
+SHARD2 = "model-00002-of-00005.safetensors"  # tiny-untied has Qwen3-8B-Base's five shards
+QWEN3_06B = "qwen3-0.6b"
+TOKEN = "hf_kippTestToken0123456789"
 
 
 class Failure(Exception):
@@ -55,6 +61,7 @@ class Context:
     def __init__(self, args):
         self.kipp = args.kipp
         self.test_models = args.test_models
+        self.shape_models = args.shape_models
         self.work = args.work
         shutil.rmtree(self.work, ignore_errors=True)
         os.makedirs(self.work)
@@ -63,6 +70,8 @@ class Context:
         self.entries = {entry["id"]: entry for entry in registry["checkpoints"]}
 
     def source_dir(self, checkpoint_id):
+        if checkpoint_id == QWEN3_06B:  # the shape fixture is laid out exactly as Qwen/Qwen3-0.6B
+            return os.path.join(self.shape_models, "src", "qwen3-0.6b-shape")
         return os.path.join(self.test_models, "src", checkpoint_id.split("/")[1])
 
     def fixture_artifact(self, checkpoint_id, quant):
@@ -74,14 +83,20 @@ class Context:
     def server(self, checkpoint_id, *faults):
         return Server(self, list(faults), [checkpoint_id])
 
-    def pull(self, checkpoint_id, models_dir, endpoint=None, quant=None, timeout=60):
-        command = [self.kipp, "pull", checkpoint_id, "--models-dir", models_dir]
+    def pull(self, checkpoint_id, models_dir, endpoint=None, quant=None, timeout=60, extra=(), env=None):
+        """Runs kipp pull with none of the user's Hugging Face settings: no HF_* variables, and an
+        empty HF cache unless `env` names one."""
+        command = [self.kipp, "pull", checkpoint_id, "--models-dir", models_dir, *extra]
         if endpoint is not None:
             command += ["--endpoint", endpoint]
         if quant:
             command += ["--quant", quant]
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+        environment["HF_HUB_CACHE"] = os.path.join(self.work, "no-hf-cache")
+        environment["HF_HOME"] = os.path.join(self.work, "no-hf-home")
+        environment.update(env or {})
         started = time.monotonic()
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
         result.seconds = time.monotonic() - started
         return result
 
@@ -108,9 +123,16 @@ class Server:
             return [json.loads(line) for line in handle if line.strip()]
 
     def file_gets(self):
-        """GETs that carry file bytes: a non-LFS file's resolve URL, or the LFS store a resolve redirects to."""
-        return [r for r in self.requests() if r["method"] == "GET" and not r["path"].startswith("/api/")
-                and not r["path"].endswith(".safetensors")]
+        """GETs that carry file bytes: the CDN's for LFS files, the hub's resolve-cache for the others
+        (a resolve URL itself only redirects)."""
+        return [r for r in self.requests() if r["method"] == "GET" and
+                (r["server"] == "cdn" or r["path"].startswith("/api/resolve-cache/"))]
+
+    def hub_requests(self):
+        return [r for r in self.requests() if r["server"] == "hub"]
+
+    def cdn_requests(self):
+        return [r for r in self.requests() if r["server"] == "cdn"]
 
     def __enter__(self):
         return self
@@ -132,7 +154,7 @@ def expect_failure(result, what, *needles):
     check(len(errors) == 1, f"{what}: expected exactly one 'kipp: ' error line, got:\n{result.stderr}")
     for needle in needles:
         check(needle in errors[0], f"{what}: error line lacks {needle!r}:\n{errors[0]}")
-    check(result.returncode in (1, 2), f"{what}: exit {result.returncode} (a signal or abort?)")
+    check(result.returncode in (1, 2, 3), f"{what}: exit {result.returncode} (a signal or abort?)")
     return errors[0]
 
 
@@ -172,21 +194,89 @@ def file_line(result, name):
     return lines[-1]
 
 
+def stored_head_line(result):
+    lines = [line for line in result.stderr.splitlines() if line.startswith("lm_head.weight: stored although")]
+    check(len(lines) == 1, f"no line about the stored tied head on stderr:\n{result.stderr}")
+    return lines[0]
+
+
+def logits(context, model, path):
+    run = subprocess.run([context.kipp, "logits", "--model", model, "--ids", "9707,11,1879,0,151644",
+                          "--all-positions", "--backend", "cpu", "--out", path],
+                         capture_output=True, text=True, timeout=300)
+    check(run.returncode == 0, f"kipp logits --model {model}: exit {run.returncode}\n{run.stderr}")
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def check_logits_equal_shape_fixture(context, artifact):
+    """The pulled 0.6B artifact gives bitwise the logits of the shape fixture's artifact (the same
+    weights, converted as kipp-test/qwen3-0.6b-shape from the same directory)."""
+    fixture = os.path.join(context.shape_models, "qwen3-0.6b-shape.bf16.gguf")
+    got = logits(context, artifact, os.path.join(context.work, "pulled.f32"))
+    want = logits(context, fixture, os.path.join(context.work, "fixture.f32"))
+    check(len(got) == 5 * 151936 * 4, f"logits of {len(got)} bytes")
+    check(got == want, f"the logits of {artifact} differ from those of {fixture}")
+
+
+def make_hf_cache(context, checkpoint_id, cache):
+    """Lays out a checkpoint's source directory as huggingface_hub's cache does: each file's bytes
+    once under blobs/, named by the hub's ETag (the SHA-256 of an LFS file, the git blob id of any
+    other), and snapshots/{revision}/{file} as relative symlinks into blobs/. Blobs are hard links
+    to the fixture's files, so a full-size cache costs no disk."""
+    entry = context.entries[checkpoint_id]
+    repo_dir = os.path.join(cache, "models--" + entry["repository"].replace("/", "--"))
+    blobs, snapshot = os.path.join(repo_dir, "blobs"), os.path.join(repo_dir, "snapshots", entry["revision"])
+    os.makedirs(blobs)
+    os.makedirs(snapshot)
+    os.makedirs(os.path.join(repo_dir, "refs"))
+    with open(os.path.join(repo_dir, "refs", "main"), "w") as handle:
+        handle.write(entry["revision"])
+    source = context.source_dir(checkpoint_id)
+    with open(os.path.join(source, ".gitattributes")) as handle:
+        lfs = [line.split()[0] for line in handle if "filter=lfs" in line]
+    for name in sorted(os.listdir(source)):
+        path = os.path.join(source, name)
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in lfs):
+            blob = sha256_file(path)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        try:
+            os.link(path, os.path.join(blobs, blob))
+        except OSError:
+            shutil.copyfile(path, os.path.join(blobs, blob))
+        os.symlink(os.path.join("..", "..", "blobs", blob), os.path.join(snapshot, name))
+    return snapshot
+
+
+def closed_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 # --- scenarios ---------------------------------------------------------------------------------
 
 def scenario_single(context):
-    """Single-file checkpoint: pull, verify each file, convert; a second pull reuses the downloads."""
+    """Qwen3-0.6B's layout: one model.safetensors holding a stored tied head, tokenizer.json in LFS.
+    Each file verified; the head compared and left out; a second pull reuses the downloads."""
     models = context.models_dir("models")
     with context.server(TINY) as hub:
         result = context.pull(TINY, models, hub.url)
         expect_success(result, "pull tiny")
         check_artifact(context, result, models, TINY, "bf16")
-        check("verified: SHA-256" in file_line(result, "model.safetensors"), result.stderr)
-        check("tree listing and X-Linked-Etag" in file_line(result, "model.safetensors"), result.stderr)
-        for small in ("config.json", "tokenizer.json", "tokenizer_config.json", "generation_config.json", "LICENSE"):
+        for lfs in ("model.safetensors", "tokenizer.json"):
+            check("verified: SHA-256" in file_line(result, lfs), result.stderr)
+            check("tree listing and X-Linked-Etag" in file_line(result, lfs), result.stderr)
+        for small in ("config.json", "tokenizer_config.json", "generation_config.json", "LICENSE"):
             check("verified: git blob SHA-1" in file_line(result, small), result.stderr)
+        check("differs from model.embed_tokens.weight" in stored_head_line(result), result.stderr)
         first_gets = len(hub.file_gets())
         check(first_gets == 6, f"expected 6 file downloads, saw {first_gets}: {hub.file_gets()}")
+        check(not any(r["method"] == "HEAD" for r in hub.requests()), "a pull with a listing sent HEAD requests")
+        check(not any(r["authorization"] for r in hub.requests()), "a pull without a token sent Authorization")
 
         again = context.pull(TINY, models, hub.url, quant="q8_0")
         expect_success(again, "second pull (q8_0)")
@@ -198,22 +288,26 @@ def scenario_single(context):
 
 
 def scenario_sharded(context):
-    """Sharded checkpoint: the index names three shards, each verified by its LFS SHA-256."""
+    """Qwen3-8B-Base's layout: five shards (lm_head alone in the last), an index whose total_size is
+    not the tensor bytes, no LICENSE, the Qwen2.5 tokenizer.json outside LFS."""
     models = context.models_dir("models")
     with context.server(UNTIED) as hub:
         result = context.pull(UNTIED, models, hub.url)
         expect_success(result, "pull tiny-untied")
         check_artifact(context, result, models, UNTIED, "bf16")
-        for shard in range(1, 4):
-            name = f"model-0000{shard}-of-00003.safetensors"
+        for shard in range(1, 6):
+            name = f"model-0000{shard}-of-00005.safetensors"
             check("verified: SHA-256" in file_line(result, name), result.stderr)
-        check("verified: git blob SHA-1" in file_line(result, "model.safetensors.index.json"), result.stderr)
+        for small in ("model.safetensors.index.json", "tokenizer.json"):
+            check("verified: git blob SHA-1" in file_line(result, small), result.stderr)
+        check("LICENSE: not in the repository at this revision; skipped" in result.stderr, result.stderr)
 
 
 def scenario_resume(context):
-    """Interrupted transfers: a connection dropped mid-file resumes with a Range request (after a 503
-    that is retried); a .part left by an earlier run resumes too; a server that ignores Range (200 for
-    a Range request) makes the .part start over cleanly."""
+    """Interrupted transfers: a connection dropped mid-file resumes with a Range request to the CDN
+    (after a 503 that is retried); a .part left by an earlier run resumes too, through the hub's
+    relative redirect; a server that ignores Range (200 for a Range request) makes the .part start
+    over cleanly."""
     models = context.models_dir("models")
     dl = download_dir(context, models, TINY)
     os.makedirs(dl)
@@ -223,20 +317,22 @@ def scenario_resume(context):
                 open(os.path.join(dl, name + ".part"), "wb") as part:
             part.write(src.read(length))
     drop_at = 5 << 20
-    with context.server(TINY, "--drop", f"model.safetensors:{drop_at}", "--status", "/_lfs/:503:1",
+    with context.server(TINY, "--drop", f"model.safetensors:{drop_at}", "--status", "/repos/:503:1",
                         "--ignore-range", "tokenizer.json") as hub:
         result = context.pull(TINY, models, hub.url)
         expect_success(result, "pull with interruptions")
         check_artifact(context, result, models, TINY, "bf16")
         ranges = [r for r in hub.requests() if r["range"]]
-        check(any(r["range"] == f"bytes={drop_at}-" and r["path"].startswith("/_lfs/") for r in ranges),
-              f"no Range request resumed model.safetensors at byte {drop_at}: {ranges}")
+        check(any(r["range"] == f"bytes={drop_at}-" and r["server"] == "cdn" for r in ranges),
+              f"no Range request to the CDN resumed model.safetensors at byte {drop_at}: {ranges}")
         check("connection dropped" in result.stderr, result.stderr)
         check("503" in result.stderr and "retrying" in result.stderr, result.stderr)
-        check(any(r["range"] == "bytes=4096-" and r["path"].endswith("/tokenizer_config.json") for r in ranges),
+        check(any(r["range"] == "bytes=4096-" and r["path"].startswith("/api/resolve-cache/")
+                  and r["path"].endswith("/tokenizer_config.json") for r in ranges),
               f"the earlier tokenizer_config.json.part was not resumed with a Range request: {ranges}")
         check("resumed at 4.00 KiB" in file_line(result, "tokenizer_config.json"), result.stderr)
-        check(any(r["path"].endswith("/tokenizer.json") for r in ranges), f"no Range request for tokenizer.json: {ranges}")
+        check(any(r["server"] == "cdn" and r["range"] == f"bytes={1 << 20}-" for r in ranges),
+              f"no Range request for tokenizer.json: {ranges}")
         check("ignored the range request" in result.stderr, result.stderr)
 
 
@@ -257,7 +353,7 @@ def scenario_corrupt(context):
     dl = download_dir(context, models, UNTIED)
     check(not os.path.exists(os.path.join(dl, SHARD2 + ".part")), "the bad .part was kept")
     check(not os.path.exists(os.path.join(dl, SHARD2)), "the bad shard was kept under its final name")
-    check(os.path.isfile(os.path.join(dl, "model-00001-of-00003.safetensors")), "a verified shard was not kept")
+    check(os.path.isfile(os.path.join(dl, "model-00001-of-00005.safetensors")), "a verified shard was not kept")
 
     # A small file is checked against its git blob id.
     config = os.path.join(context.source_dir(TINY), "config.json")
@@ -275,20 +371,25 @@ def scenario_corrupt(context):
 
 
 def scenario_unreachable(context):
-    """Nothing listens at the endpoint: one line with the offline hint, quickly, and nothing written."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """Nothing listens at the endpoint: one line with the offline hint, exit status 3, quickly, and
+    nothing written. HF_HUB_OFFLINE refuses the network outright."""
+    port = closed_port()
     models = context.models_dir("models")
     result = context.pull(TINY, models, f"http://127.0.0.1:{port}")
     expect_failure(result, "pull from an unreachable endpoint", f"127.0.0.1 port {port}", "kipp convert")
+    check(result.returncode == 3, f"an unreachable hub should exit 3, got {result.returncode}")
     check(result.seconds < 15, f"took {result.seconds:.1f}s to give up on a refused connection")
     check(not os.path.exists(models), "a pull from an unreachable hub created the models directory")
+
+    result = context.pull(TINY, models, f"http://127.0.0.1:{port}", env={"HF_HUB_OFFLINE": "1"})
+    expect_failure(result, "HF_HUB_OFFLINE without the checkpoint in the cache", "HF_HUB_OFFLINE",
+                   "not in the Hugging Face cache")
 
     # A hub that goes away after the listing: the download folder it made is removed again when empty.
     with context.server(TINY, "--status", "/resolve/:404") as hub:
         result = context.pull(TINY, models, hub.url)
         expect_failure(result, "every file 404", "config.json", "404")
+        check(result.returncode == 1, f"a 404 is not being offline: exit {result.returncode}")
     check(not os.path.exists(models), f"a pull that got no file left {glob.glob(models + '/**', recursive=True)}")
 
 
@@ -306,7 +407,8 @@ def scenario_refused(context):
 
 
 def scenario_hub_errors(context):
-    """HTTP errors, a broken listing, no listing at all (HEAD probes), a models dir that cannot be made."""
+    """HTTP errors, a broken listing, no listing at all (HEAD probes that read the hub's own redirect
+    and never ask the CDN, which refuses HEAD), a models dir that cannot be made."""
     with context.server(TINY, "--status", "tokenizer_config.json:500") as hub:
         models = context.models_dir("status-500")
         result = context.pull(TINY, models, hub.url)
@@ -345,6 +447,125 @@ def scenario_hub_errors(context):
         line = file_line(result, "model.safetensors")
         check("verified: SHA-256" in line and "(X-Linked-Etag)" in line, result.stderr)
         check("NOT verified" in file_line(result, "config.json"), result.stderr)
+        heads = [r for r in hub.requests() if r["method"] == "HEAD"]
+        check(heads and all(r["server"] == "hub" for r in heads), f"a HEAD probe reached the CDN: {heads}")
+
+
+def scenario_token(context):
+    """A repository that needs a token: without one, or with a wrong one, one line that says so; with
+    --token, HF_TOKEN or the saved login token file, the hub gets `Authorization: Bearer` on every
+    request and the CDN never does. HF_ENDPOINT stands in for --endpoint."""
+    with context.server(TINY, "--require-token", TOKEN) as hub:
+        models = context.models_dir("no-token")
+        result = context.pull(TINY, models, hub.url)
+        expect_failure(result, "no token", "401", "needs a token", "HF_TOKEN")
+        result = context.pull(TINY, models, hub.url, extra=["--token", "hf_wrong"])
+        expect_failure(result, "a wrong token", "403", "refused the token")
+        check(not leftovers(models), f"left {leftovers(models)}")
+
+        models = context.models_dir("token")
+        result = context.pull(TINY, models, extra=["--token", TOKEN], env={"HF_ENDPOINT": hub.url})
+        expect_success(result, "pull with --token and HF_ENDPOINT")
+        check_artifact(context, result, models, TINY, "bf16")
+        successful = [r for r in hub.hub_requests() if r["authorization"] == f"Bearer {TOKEN}"]
+        check(successful, "the hub never saw the token")
+        cdn = hub.cdn_requests()
+        check(cdn and not any(r["authorization"] for r in cdn), f"the token reached the CDN: {cdn}")
+
+        token_file = os.path.join(context.work, "saved-token")
+        with open(token_file, "w") as handle:
+            handle.write(TOKEN + "\n")
+        for env in ({"HF_TOKEN": TOKEN}, {"HF_TOKEN_PATH": token_file}):
+            models = context.models_dir("token-" + next(iter(env)))
+            result = context.pull(TINY, models, hub.url, env=env)
+            expect_success(result, f"pull with {env}")
+
+
+def scenario_published(context):
+    """`kipp pull qwen3-0.6b` end to end on a full-size replica of Qwen/Qwen3-0.6B at its pinned
+    revision (one 1,503,300,328-byte model.safetensors with 311 tensors, the stored tied head among
+    them), against a hub that behaves as the real one: the listing paginated and first answered 429
+    with Retry-After, a token required, LFS files behind signed CDN URLs, the weights' connection
+    dropped mid-file and the signed URL handed out for the resume already expired."""
+    source = context.source_dir(QWEN3_06B)
+    check(os.path.getsize(os.path.join(source, "model.safetensors")) == 1503300328,
+          "the shape fixture is not the published Qwen3-0.6B layout")
+    models = context.models_dir("models")
+    drop_at = 300 << 20
+    with context.server(QWEN3_06B, "--page-size", "4", "--status", "/tree/:429:1:2", "--require-token", TOKEN,
+                        "--drop", f"model.safetensors:{drop_at}", "--expire", "model.safetensors:2") as hub:
+        result = context.pull(QWEN3_06B, models, hub.url, env={"HF_TOKEN": TOKEN}, timeout=600)
+        expect_success(result, "pull qwen3-0.6b")
+        artifact = os.path.join(models, "qwen3-0.6b.bf16.gguf")
+        check(result.stdout.strip() == artifact, f"stdout should be {artifact}, got {result.stdout!r}")
+
+        listings = [r for r in hub.hub_requests() if "/tree/" in r["path"]]
+        check(len(listings) >= 4, f"the paginated listing was not followed: {listings}")
+        check(listings[1]["time"] - listings[0]["time"] >= 1.9,
+              f"the retry after a 429 with Retry-After: 2 came {listings[1]['time'] - listings[0]['time']:.2f}s later")
+        check("Retry-After" in result.stderr, result.stderr)
+
+        resolves = [r for r in hub.hub_requests() if r["path"].endswith("/resolve/" + context.entries[QWEN3_06B]
+                    ["revision"] + "/model.safetensors")]
+        check(len(resolves) == 3, f"expected the hub to sign three URLs (first, resume, fresh), saw {resolves}")
+        check("refused the hub's signed URL" in result.stderr, result.stderr)
+        check(any(r["server"] == "cdn" and r["range"] == f"bytes={drop_at}-" for r in hub.requests()),
+              "the weights were not resumed at the byte the connection dropped")
+        check(all(r["authorization"] == f"Bearer {TOKEN}" for r in hub.hub_requests()),
+              "a hub request went without the token")
+        check(not any(r["authorization"] for r in hub.cdn_requests()), "the token reached the CDN")
+        check("verified: SHA-256" in file_line(result, "model.safetensors"), result.stderr)
+        check("differs from model.embed_tokens.weight in" in stored_head_line(result), result.stderr)
+    inspect = subprocess.run([context.kipp, "inspect", artifact], capture_output=True, text=True, timeout=120)
+    check(inspect.returncode == 0 and "qwen3-0.6b" in inspect.stdout, f"kipp inspect: {inspect.stdout}{inspect.stderr}")
+    check_logits_equal_shape_fixture(context, artifact)
+
+
+def scenario_hf_cache(context):
+    """The same files in a Hugging Face cache layout: with the hub unreachable (and with
+    HF_HUB_OFFLINE) pull verifies each blob against its name and converts the snapshot where it lies,
+    copying nothing; a damaged blob is one line naming it."""
+    cache = os.path.join(context.work, "hf-cache")
+    snapshot = make_hf_cache(context, QWEN3_06B, cache)
+    models = context.models_dir("models")
+    result = context.pull(QWEN3_06B, models, f"http://127.0.0.1:{closed_port()}",
+                          env={"HF_HUB_CACHE": cache, "HF_HUB_OFFLINE": "1"}, timeout=600)
+    expect_success(result, "pull from the HF cache with the hub unreachable")
+    check(f"using the Hugging Face cache: {snapshot}" in result.stderr, result.stderr)
+    line = file_line(result, "model.safetensors")
+    check("in the Hugging Face cache; verified: SHA-256" in line and "HF cache blob name" in line, result.stderr)
+    check("verified: git blob SHA-1" in file_line(result, "config.json"), result.stderr)
+    check(not os.path.exists(os.path.join(models, ".downloads")), "the cached checkpoint was copied")
+    check_logits_equal_shape_fixture(context, os.path.join(models, "qwen3-0.6b.bf16.gguf"))
+
+    # A snapshot that lacks a file is not used: pull says so and goes to the hub (unreachable here).
+    partial = os.path.join(context.work, "hf-cache-partial")
+    tiny_snapshot = make_hf_cache(context, TINY, partial)
+    os.remove(os.path.join(tiny_snapshot, "tokenizer.json"))
+    result = context.pull(TINY, context.models_dir("partial"), f"http://127.0.0.1:{closed_port()}",
+                          env={"HF_HUB_CACHE": partial})
+    expect_failure(result, "an incomplete snapshot and no hub", "127.0.0.1")
+    check("holds part of this snapshot (missing tokenizer.json)" in result.stderr, result.stderr)
+
+    # A blob whose bytes no longer match its name.
+    damaged = os.path.join(context.work, "hf-cache-damaged")
+    tiny_snapshot = make_hf_cache(context, TINY, damaged)
+    config = os.path.join(tiny_snapshot, "config.json")
+    blob = os.path.realpath(config)
+    os.remove(blob)  # a hard link of the fixture: replace it rather than edit the fixture
+    with open(os.path.join(context.source_dir(TINY), "config.json"), "rb") as handle:
+        data = bytearray(handle.read())
+    data[10] ^= 0xFF
+    with open(blob, "wb") as handle:
+        handle.write(data)
+    result = context.pull(TINY, context.models_dir("damaged"), f"http://127.0.0.1:{closed_port()}",
+                          env={"HF_HUB_CACHE": damaged})
+    expect_failure(result, "a damaged blob", os.path.basename(blob), "damaged", "--no-hf-cache")
+
+    # --no-hf-cache ignores the cache.
+    result = context.pull(TINY, context.models_dir("no-cache"), f"http://127.0.0.1:{closed_port()}",
+                          extra=["--no-hf-cache"], env={"HF_HUB_CACHE": cache})
+    expect_failure(result, "--no-hf-cache and no hub", "offline?")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
@@ -355,6 +576,7 @@ def main():
     parser.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
     parser.add_argument("--kipp", required=True)
     parser.add_argument("--test-models", required=True)
+    parser.add_argument("--shape-models", help="the shape fixture (the published Qwen3-0.6B layout at full size)")
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     started = time.monotonic()

@@ -3,6 +3,7 @@
 // pull_e2e.py against a local hub.
 #include <gtest/gtest.h>
 
+#include "pull/hf_cache.h"
 #include "pull/http_fetch.h"
 #include "pull/hub.h"
 #include "util/progress.h"
@@ -114,6 +115,59 @@ TEST(Naming, ArtifactAndDownloadPaths) {
   EXPECT_EQ(repo.tree_url(), "https://huggingface.co/api/models/Qwen/Qwen3-0.6B/tree/abc");
   EXPECT_TRUE(is_plain_file_name("model-00001-of-00002.safetensors"));
   EXPECT_FALSE(is_plain_file_name(".."));
+}
+
+TEST(Urls, OriginsDecideWhoSeesTheToken) {
+  EXPECT_EQ(url_origin("https://huggingface.co/Qwen/Qwen3-0.6B/resolve/x/config.json"), "https://huggingface.co:443");
+  EXPECT_EQ(url_origin("HTTP://Example.org/a"), "http://example.org:80");
+  EXPECT_EQ(url_origin("http://127.0.0.1:8080/x"), "http://127.0.0.1:8080");
+  // The CDN an LFS file redirects to is another origin: another host, or another port.
+  EXPECT_NE(url_origin("https://cdn-lfs.hf.co/repos/ab"), url_origin("https://huggingface.co/"));
+  EXPECT_NE(url_origin("http://127.0.0.1:8081/"), url_origin("http://127.0.0.1:8080/"));
+  EXPECT_EQ(url_origin("not a url"), "");
+
+  HttpClient client;
+  client.set_token(url_origin("https://huggingface.co"), "hf_x");
+  EXPECT_TRUE(client.sends_token_to("https://huggingface.co/api/models/Qwen/Qwen3-0.6B/tree/abc"));
+  EXPECT_FALSE(client.sends_token_to("https://cas-bridge.xethub.hf.co/xet-bridge-us/abc?X-Amz-Signature=1"));
+  EXPECT_FALSE(client.sends_token_to("http://huggingface.co/"));  // another scheme is another origin
+}
+
+TEST(Urls, RelativeLocationsResolveAgainstTheRequest) {
+  const std::string base = "https://huggingface.co/Qwen/Qwen3-0.6B/resolve/abc/config.json";
+  EXPECT_EQ(resolve_url(base, "/api/resolve-cache/models/Qwen/Qwen3-0.6B/abc/config.json").value(),
+            "https://huggingface.co/api/resolve-cache/models/Qwen/Qwen3-0.6B/abc/config.json");
+  EXPECT_EQ(resolve_url(base, "https://cdn.example/x?sig=1").value(), "https://cdn.example/x?sig=1");
+  EXPECT_EQ(resolve_url(base, "other.json").value(), "https://huggingface.co/Qwen/Qwen3-0.6B/resolve/abc/other.json");
+  EXPECT_FALSE(resolve_url(base, "ftp://example.org/x").ok());
+}
+
+TEST(RetryAfter, SecondsOrADateAndACap) {
+  HttpResponse response;
+  response.status = 429;
+  EXPECT_FALSE(retry_after_seconds(response));
+  response.headers["retry-after"] = "7";
+  EXPECT_EQ(retry_after_seconds(response), 7.0);
+  std::string why = "the server answered HTTP 429";
+  EXPECT_EQ(retry_delay(0.5, response, why), 7.0);
+  EXPECT_NE(why.find("waiting 7 s as it asks (Retry-After)"), std::string::npos) << why;
+  why.clear();
+  EXPECT_EQ(retry_delay(8.0, response, why), 8.0) << "a longer backoff wins";
+  EXPECT_EQ(why, "");
+  response.headers["retry-after"] = "86400";
+  EXPECT_EQ(retry_delay(0.5, response, why), kMaxRetryAfterSeconds);
+  EXPECT_NE(why.find("asks to wait 86400 s"), std::string::npos) << why;
+  response.headers["retry-after"] = "Wed, 21 Oct 2015 07:28:00 GMT";  // in the past: no wait
+  EXPECT_EQ(retry_after_seconds(response), 0.0);
+  response.headers["retry-after"] = "soon";
+  EXPECT_FALSE(retry_after_seconds(response));
+}
+
+TEST(HfCache, SnapshotsLiveUnderTheRepositoryFolder) {
+  const Checkpoint* c = find_checkpoint("qwen3-0.6b");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(hf_snapshot_dir("/home/u/.cache/huggingface/hub", *c),
+            "/home/u/.cache/huggingface/hub/models--Qwen--Qwen3-0.6B/snapshots/" + std::string(c->revision));
 }
 
 TEST(Progress, Formatting) {
