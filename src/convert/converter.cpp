@@ -62,10 +62,10 @@ Status check_tensor_set(const SafetensorsCheckpoint& source, const std::vector<E
 }
 
 // Compares a stored tied head with the embedding, chunk by chunk, counting the elements whose bits differ.
-Result<StoredTiedHead> compare_stored_head(const SafetensorsCheckpoint& source) {
+Result<StoredTiedHead> compare_stored_head(const SafetensorsCheckpoint& source, const Checkpoint& checkpoint) {
   StoredTiedHead head;
   const SafetensorsTensor* stored = source.find(kHeadName);
-  if (!stored) return head;
+  if (!checkpoint.tied || !stored) return head;  // an untied checkpoint's lm_head is its head
   const SafetensorsTensor* embedding = source.find(kEmbeddingName);
   head.present = true;
   head.elements = stored->bytes / 2;
@@ -202,7 +202,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   KIPP_ASSIGN(SafetensorsCheckpoint source, SafetensorsCheckpoint::open(dir));
   const std::vector<ExpectedTensor> expected = expected_tensors(c);
   KIPP_TRY(check_tensor_set(source, expected, c));
-  KIPP_ASSIGN(StoredTiedHead stored_head, compare_stored_head(source));
+  KIPP_ASSIGN(StoredTiedHead stored_head, compare_stored_head(source, c));
 
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
   std::vector<std::string> files = {"config.json", "tokenizer.json", "tokenizer_config.json"};

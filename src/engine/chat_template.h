@@ -1,7 +1,9 @@
 // Native Qwen3 ChatML rendering: the prompt the checkpoint's chat_template (Jinja, in
 // tokenizer_config.json) produces for a conversation, written out in C++ so that no template
-// engine runs at serving time. For the hybrid instruct checkpoints it is byte-identical to the
-// real template rendered by @huggingface/jinja (tests/chat). What it does, per variant:
+// engine runs at serving time. For each chat variant it is byte-identical to the pinned
+// checkpoints' published template (the fact sheet's §7) as Python's Jinja renders it; tests/chat
+// compares it with @huggingface/jinja wherever that library's strip agrees with Python's. What it
+// does, per variant:
 //   - a first system message opens the prompt; later system and user messages are plain turns;
 //   - assistant turns: thinking is parsed out of `<think>…</think>` in the content (or taken from
 //     reasoning_content). Only assistant turns after the last user message keep it, rendered as

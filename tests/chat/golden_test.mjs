@@ -1,23 +1,71 @@
-// Golden chat prompts from the reference: the real chat_template of tokenizer_config.json rendered
-// by npm @huggingface/jinja (pinned in package-lock.json), compared byte for byte with
-// `kipp template` on an instruct artifact, for every conversation with and without the generation
-// prompt and with enable_thinking unset and false. Then the refusals: unsupported messages and a
-// base checkpoint.
-// Usage: node golden_test.mjs KIPP INSTRUCT.gguf BASE.gguf TOKENIZER_DIR SCRATCH_DIR
-import { spawnSync } from 'node:child_process';
+// Golden chat prompts for one checkpoint variant: the verbatim chat template the pinned checkpoints
+// publish (read from the fact sheet by its SHA-256) rendered by npm @huggingface/jinja (pinned in
+// package-lock.json), compared byte for byte with `kipp template` on an artifact of that variant,
+// for every conversation with and without the generation prompt and with enable_thinking unset and
+// false. The artifact must carry that same template text (tokenizer.chat_template, copied by
+// `kipp convert` from the checkpoint's tokenizer_config.json). Then the refusals: unsupported
+// messages, and a base checkpoint when one is given.
+// Usage: node golden_test.mjs KIPP FACT_SHEET VARIANT MODEL.gguf SCRATCH_DIR [BASE.gguf]
+//   VARIANT: instruct (the hybrid template, §7.3), instruct-2507 (§7.1) or thinking-2507 (§7.2)
+import { spawnSync, execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { gguf } from '@huggingface/gguf';
 import { Template } from '@huggingface/jinja';
 import { xorshift32 } from '../support/xorshift32.mjs';
 
-const [kipp, model, baseModel, tokenizerDir, scratch] = process.argv.slice(2);
+const [kipp, factSheet, variant, model, scratch, baseModel] = process.argv.slice(2);
 if (!scratch) {
-  console.error('usage: golden_test.mjs KIPP INSTRUCT.gguf BASE.gguf TOKENIZER_DIR SCRATCH_DIR');
+  console.error('usage: golden_test.mjs KIPP FACT_SHEET VARIANT MODEL.gguf SCRATCH_DIR [BASE.gguf]');
   process.exit(2);
 }
+
+// The published template of each variant, by the SHA-256 of its text (fact sheet §6.2 and §7).
+// `strips` says whether it strips '\n' around thinking and answers (see referenceAgrees below).
+const variants = {
+  instruct: { sha256: 'a55ee1b1660128b7098723e0abcd92caa0788061051c62d51cbe87d9cf1974d8', strips: true },
+  'instruct-2507': { sha256: '64f85b198065d0fba2a81f37e10ed68161ce2c19a754c7100e67e0ca2ee9c326', strips: false },
+  'thinking-2507': { sha256: '3802169b2a02b81e6adb7ab4f64f91ff02db753c8c3a64a01c35192d3a61d8d7', strips: true },
+};
+const expectedVariant = variants[variant];
+if (!expectedVariant) {
+  console.error(`unknown variant '${variant}' (instruct, instruct-2507 or thinking-2507)`);
+  process.exit(2);
+}
+
+// The sheet gives each template verbatim in a ````jinja block, with no trailing newline.
+const sha256 = (text) => createHash('sha256').update(text, 'utf8').digest('hex');
+function publishedTemplate(sheetPath, wanted) {
+  if (!fs.existsSync(sheetPath)) {
+    console.error(`${sheetPath}: the fact sheet is missing (set KIPP_SHARED_DIR to the shared folder)`);
+    process.exit(1);
+  }
+  const sheet = fs.readFileSync(sheetPath, 'utf8');
+  for (const block of sheet.matchAll(/^````jinja\n([\s\S]*?)\n````$/gm))
+    if (sha256(block[1]) === wanted) return block[1];
+  console.error(`${sheetPath}: holds no chat template with SHA-256 ${wanted}`);
+  process.exit(1);
+}
+const templateText = publishedTemplate(factSheet, expectedVariant.sha256);
+const template = new Template(templateText);
+
+// The artifact is of the variant under test and embeds the same published template.
+const { metadata } = await gguf(model, { allowLocalFile: true });
+const repository = metadata['kipp.source.repository'];
+const entry = JSON.parse(execFileSync(kipp, ['registry', '--json'], { encoding: 'utf8' }))
+  .checkpoints.find((e) => e.repository === repository);
+if (!entry || entry.variant !== variant) {
+  console.error(`${model}: is ${repository} (variant ${entry?.variant}), not of variant ${variant}`);
+  process.exit(1);
+}
+const embedded = metadata['tokenizer.chat_template'];
+if (embedded !== templateText) {
+  console.error(`${model}: tokenizer.chat_template ` + (typeof embedded === 'string'
+    ? `has SHA-256 ${sha256(embedded)}, not the published ${expectedVariant.sha256}` : 'is missing'));
+  process.exit(1);
+}
 fs.mkdirSync(scratch, { recursive: true });
-const config = JSON.parse(fs.readFileSync(path.join(tokenizerDir, 'tokenizer_config.json'), 'utf8'));
-const template = new Template(config.chat_template);
 
 // ---- A seeded generator, so a failing case reproduces. ----
 const next = xorshift32(0x9e3779b9);
@@ -85,14 +133,15 @@ for (let i = 0; i < 60; ++i) {
 // ---- Where the reference is wrong. ----
 // @huggingface/jinja 0.5.11 implements str.strip/lstrip/rstrip(chars) as JavaScript's trim: it
 // ignores `chars` and removes every kind of whitespace, where Python's Jinja (what transformers
-// runs, and what the models were trained with) removes only the given characters. The template
-// strips '\n' around thinking and answers, so the two differ when those edges hold other
-// whitespace. Kipp follows Python; such conversations are left out here (counted below) and
-// covered by unit tests with hand-derived expectations (ChatTemplate.* in tests/unit).
+// runs, and what the models were trained with) removes only the given characters. The hybrid and
+// Thinking-2507 templates strip '\n' around thinking and answers, so the two differ when those
+// edges hold other whitespace. Kipp follows Python; such conversations are left out here (counted
+// below) and covered by unit tests with hand-derived expectations (ChatTemplate.* in tests/unit).
+// The Instruct-2507 template strips nothing, so there every conversation is compared.
 const lstripPy = (x) => x.replace(/^\n+/, '');
 const rstripPy = (x) => x.replace(/\n+$/, '');
 const edgesAgree = (x) => lstripPy(x) === x.trimStart() && rstripPy(x) === x.trimEnd();
-const referenceAgrees = (messages) => messages.every((m) => {
+const referenceAgrees = (messages) => !expectedVariant.strips || messages.every((m) => {
   if (m.role !== 'assistant') return true;
   const pieces = [m.content];
   if (m.reasoning_content !== undefined) pieces.push(m.reasoning_content);
@@ -104,6 +153,8 @@ const referenceAgrees = (messages) => messages.every((m) => {
 });
 
 // ---- Render and compare. ----
+// The 2507 templates have no enable_thinking switch: given false, the reference renders as if it
+// were unset, and `--no-thinking` must likewise change nothing there.
 const settings = [
   { flags: [], context: { add_generation_prompt: true } },
   { flags: ['--no-thinking'], context: { add_generation_prompt: true, enable_thinking: false } },
@@ -133,8 +184,8 @@ conversations.forEach((messages, index) => {
     }
   }
 });
-console.log(`${conversations.length} conversations (${skipped} left out where the reference's strip differs ` +
-  `from Python's), ${checked} renderings, ${failures} different`);
+console.log(`${variant}: template ${expectedVariant.sha256.slice(0, 8)}…, ${conversations.length} conversations ` +
+  `(${skipped} left out where the reference's strip differs from Python's), ${checked} renderings, ${failures} different`);
 if (conversations.length - skipped < 50) {
   console.error('fewer than 50 conversations were compared');
   ++failures;
@@ -149,8 +200,8 @@ const refusals = [
   [model, [{ content: 'no role' }], 'role must be a string'],
   [model, [], 'the conversation is empty'],
   [model, { not: 'messages' }, 'expected an array'],
-  [baseModel, [{ role: 'user', content: 'hi' }], 'base checkpoint'],
 ];
+if (baseModel) refusals.push([baseModel, [{ role: 'user', content: 'hi' }], 'base checkpoint']);
 refusals.forEach(([which, messages, fragment], index) => {
   const file = path.join(scratch, `refusal-${index}.json`);
   fs.writeFileSync(file, JSON.stringify(messages));

@@ -301,6 +301,7 @@ def scenario_sharded(context):
         for small in ("model.safetensors.index.json", "tokenizer.json"):
             check("verified: git blob SHA-1" in file_line(result, small), result.stderr)
         check("LICENSE: not in the repository at this revision; skipped" in result.stderr, result.stderr)
+        check("lm_head.weight: stored" not in result.stderr, "an untied checkpoint's head taken for a stored tied one")
 
 
 def scenario_resume(context):

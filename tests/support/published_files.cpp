@@ -90,7 +90,11 @@ Result<std::string> tokenizer_config_json(TokenizerConfigForm form, const Publis
   KIPP_ASSIGN(std::string text, read_text_file(sources.tokenizer_dir + "/tokenizer_config.json"));
   OrderedJson config = OrderedJson::parse(text, nullptr, false);
   if (config.is_discarded() || !config.is_object()) return fail(sources.tokenizer_dir, "/tokenizer_config.json: not a JSON object");
-  KIPP_ASSIGN(config["chat_template"], chat_template(form, sources.fact_sheet));
+  // Without the fact sheet (a user's machine without the team's shared folder, for the offline
+  // quickstart) the package's own template stays: the file is then not the published one.
+  if (!sources.fact_sheet.empty()) {
+    KIPP_ASSIGN(config["chat_template"], chat_template(form, sources.fact_sheet));
+  }
   switch (form) {
     case TokenizerConfigForm::base:
       config["eos_token"] = "<|endoftext|>";

@@ -1,7 +1,7 @@
-// The chat renderer where the golden test cannot speak: Python's strip('\n') semantics (which
-// @huggingface/jinja 0.5.11 gets wrong, see tests/chat/golden_test.mjs), worked out by hand from
-// the template, and the per-variant rules of the 2507 checkpoints, whose templates are not among
-// the test files.
+// The chat renderer against expectations worked out by hand from the templates: Python's
+// strip('\n') semantics, which @huggingface/jinja 0.5.11 gets wrong so the golden test cannot speak
+// to them (see tests/chat/golden_test.mjs), and each variant's rules stated once as examples (the
+// golden tests also render them from the published templates).
 #include "engine/chat_template.h"
 
 #include <gtest/gtest.h>
