@@ -3,6 +3,7 @@
 // stderr; the artifact's path is the only thing printed on stdout, so scripts can capture it.
 // The Hugging Face environment variables users already set (HF_ENDPOINT, HF_TOKEN, HF_HOME,
 // HF_HUB_CACHE, HF_HUB_OFFLINE) are read here, in the front end, and become options.
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -54,8 +55,11 @@ std::string default_token() {
   return token;
 }
 
-bool truthy(const std::string& value) { return value == "1" || value == "ON" || value == "YES" || value == "TRUE" ||
-                                               value == "on" || value == "yes" || value == "true"; }
+// huggingface_hub's reading of a boolean variable: 1, ON, YES or TRUE in any case.
+bool truthy(std::string value) {
+  for (char& c : value) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return value == "1" || value == "ON" || value == "YES" || value == "TRUE";
+}
 }  // namespace
 
 Command add_pull_command(CLI::App& app) {

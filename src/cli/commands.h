@@ -29,9 +29,8 @@ Command add_perplexity_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
 
-// Prints "kipp: <message>" to stderr and returns the failure status.
-// Prints the error's one line and returns the exit status: 1, or kExitUnreachable when a host could
-// not be reached (scripts such as `make quickstart` tell being offline apart by it).
+// Prints "kipp: <message>" to stderr and returns the exit status: 1, or kExitUnreachable when a
+// host could not be reached (scripts such as `make quickstart` tell being offline apart by it).
 inline constexpr int kExitUnreachable = 3;
 int report(const Error& error);
 

@@ -59,9 +59,10 @@ Result<FileOutcome> verify_cached(const std::string& dir, const std::string& nam
 }  // namespace
 
 std::string hf_snapshot_dir(const std::string& cache_dir, const Checkpoint& checkpoint) {
-  std::string folder = "models--" + std::string(checkpoint.repository);
-  for (size_t at = folder.find('/'); at != std::string::npos; at = folder.find('/', at + 2))
-    folder.replace(at, 1, "--");
+  const std::string_view repository = checkpoint.repository;  // "Org/Name" -> models--Org--Name
+  const size_t slash = repository.find('/');
+  const std::string folder = "models--" + std::string(repository.substr(0, slash)) + "--" +
+                             std::string(repository.substr(slash + 1));
   return cache_dir + "/" + folder + "/snapshots/" + std::string(checkpoint.revision);
 }
 

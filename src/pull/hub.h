@@ -23,7 +23,7 @@ struct HubFile {
   std::string sha256;         // git-LFS object id (lower-case hex) when the file is in LFS
   std::string sha256_source;  // where sha256 came from: "tree listing", "X-Linked-Etag", or both
   std::string git_sha1;       // git blob id (lower-case hex) of a file stored in git itself
-  std::string git_sha1_source = "tree listing";
+  std::string git_sha1_source = "tree listing";  // where git_sha1 came from
 };
 
 struct HubRepo {

@@ -150,25 +150,6 @@ std::string describe(const FileOutcome& file) {
   return line;
 }
 
-}  // namespace
-
-std::string flat_id(std::string_view checkpoint_id) {
-  std::string flat(checkpoint_id);
-  for (char& c : flat)
-    if (c == '/') c = '_';
-  return flat;
-}
-
-std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme) {
-  return models_dir + "/" + flat_id(checkpoint_id) + "." + std::string(quant_scheme_name(scheme)) + ".gguf";
-}
-
-std::string download_dir(const std::string& models_dir, const Checkpoint& checkpoint) {
-  return models_dir + "/.downloads/" + flat_id(checkpoint.id) + "/" + std::string(checkpoint.revision);
-}
-
-namespace {
-
 // Step 4 of a pull: the artifact, written under a temporary name and renamed when complete.
 Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<std::string, std::string> known_sha256,
                       PullReport& report, const std::function<void(const std::string&)>& say) {
@@ -189,6 +170,21 @@ Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<
 }
 
 }  // namespace
+
+std::string flat_id(std::string_view checkpoint_id) {
+  std::string flat(checkpoint_id);
+  for (char& c : flat)
+    if (c == '/') c = '_';
+  return flat;
+}
+
+std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme) {
+  return models_dir + "/" + flat_id(checkpoint_id) + "." + std::string(quant_scheme_name(scheme)) + ".gguf";
+}
+
+std::string download_dir(const std::string& models_dir, const Checkpoint& checkpoint) {
+  return models_dir + "/.downloads/" + flat_id(checkpoint.id) + "/" + std::string(checkpoint.revision);
+}
 
 Result<PullReport> pull_checkpoint(const PullOptions& options) {
   const Checkpoint* checkpoint = find_checkpoint(options.checkpoint_id);

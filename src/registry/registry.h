@@ -41,7 +41,7 @@ struct Checkpoint {
   uint32_t q_heads;
   uint32_t context;
   float rope_theta;
-  bool tied;              // lm_head is the token embedding
+  bool tied;  // lm_head is the token embedding
   // The published safetensors also carry lm_head.weight although the checkpoint is tied (Qwen3-0.6B
   // and Qwen3-1.7B). Transformers ignores it, and so does the converter: it is not in the artifact.
   bool stores_tied_head;

@@ -172,14 +172,18 @@ std::vector<PlannedShard> plan_shards(const Checkpoint& dims, const PublishedLay
   return shards;
 }
 
-std::string safetensors_header(const std::vector<ExpectedTensor>& tensors) {
+std::vector<const ExpectedTensor*> in_file_order(const std::vector<ExpectedTensor>& tensors) {
   std::vector<const ExpectedTensor*> sorted;
   for (const ExpectedTensor& t : tensors) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->hf_name < b->hf_name; });
+  return sorted;
+}
+
+std::string safetensors_header(const std::vector<ExpectedTensor>& tensors) {
   nlohmann::ordered_json header;
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t offset = 0;
-  for (const ExpectedTensor* t : sorted) {
+  for (const ExpectedTensor* t : in_file_order(tensors)) {
     header[t->hf_name] = {{"dtype", "BF16"}, {"shape", t->hf_shape()}, {"data_offsets", {offset, offset + data_bytes(*t)}}};
     offset += data_bytes(*t);
   }

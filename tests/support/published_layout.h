@@ -71,6 +71,9 @@ struct PlannedShard {
 // spreads the other tensors evenly by count over the remaining shards.
 std::vector<PlannedShard> plan_shards(const Checkpoint& dims, const PublishedLayout& layout);
 
+// A shard's tensors in the order the safetensors writer stores them: sorted by name (all BF16).
+std::vector<const ExpectedTensor*> in_file_order(const std::vector<ExpectedTensor>& tensors);
+
 // The safetensors header JSON of a shard: "__metadata__" {"format": "pt"} first, tensors sorted
 // by name with contiguous data offsets in that order, compact, padded with spaces to 8 bytes.
 std::string safetensors_header(const std::vector<ExpectedTensor>& tensors);

@@ -1,6 +1,5 @@
 #include "synthetic_checkpoint.h"
 
-#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -54,12 +53,9 @@ Status write_shard(const std::string& path, const PlannedShard& shard, uint64_t 
   const uint64_t header_size = header.size();
   KIPP_TRY(out.write(&header_size, 8));
   KIPP_TRY(out.write(header.data(), header.size()));
-  std::vector<const ExpectedTensor*> sorted;
-  for (const ExpectedTensor& t : shard.tensors) sorted.push_back(&t);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->hf_name < b->hf_name; });
   std::vector<uint16_t> chunk;
   constexpr uint64_t kChunk = 1 << 20;
-  for (const ExpectedTensor* t : sorted) {
+  for (const ExpectedTensor* t : in_file_order(shard.tensors)) {
     const bool copy = head_is_embedding && t->hf_name == "lm_head.weight";
     const std::string values_of = copy ? "model.embed_tokens.weight" : t->hf_name;
     const uint64_t count = t->rows * t->cols;
