@@ -1,5 +1,6 @@
-// `kipp chat --model FILE [--system S] [--no-thinking] [--hide-thinking] [-n N] [sampling flags]`:
-// an interactive multi-turn chat. Each turn renders the whole conversation with the chat
+// `kipp chat --model FILE [--system S] [--no-thinking] [--hide-thinking] [-n N] [sampling flags]
+// [--json-schema F | --grammar F]`: an interactive multi-turn chat (every answer follows the schema
+// or grammar when one is given, after the thinking). Each turn renders the whole conversation with the chat
 // template, keeps the longest prefix of it already in the KV cache and evaluates only the rest.
 // Thinking is shown dimmed (or hidden); /reset starts over, /exit (or end of input) quits, and
 // Ctrl-C stops the answer being written without leaving.
@@ -17,6 +18,7 @@
 #include "backend/backend.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/constraint_flags.h"
 #include "cli/sampling_flags.h"
 #include "engine/chat_template.h"
 #include "engine/generator.h"
@@ -34,6 +36,7 @@ struct ChatArgs {
   uint32_t max_tokens = 2048, context = 8192;
   bool no_thinking = false, hide_thinking = false;
   SamplingFlags sampling;
+  ConstraintFlags constraint;
   BackendFlags backend;
 };
 
@@ -85,9 +88,9 @@ class AnswerPrinter {
 class Chat {
  public:
   Chat(const ChatArgs& args, const ModelFile& model, BackendModel& backend, BackendSession& session,
-       const Tokenizer& tokenizer, SamplingParams sampling)
+       const Tokenizer& tokenizer, SamplingParams sampling, std::shared_ptr<grammar::TokenMasks> constraint)
       : args_(args), c_(model.checkpoint()), backend_(backend), session_(session), tokenizer_(tokenizer),
-        sampling_(std::move(sampling)), stop_ids_(c_.stop_ids()) {
+        sampling_(std::move(sampling)), stop_ids_(c_.stop_ids()), constraint_(std::move(constraint)) {
     reset();
   }
 
@@ -122,6 +125,8 @@ class Chat {
     generate_options.sampling = sampling_;
     generate_options.sampling.seed += turns_++;  // a fresh draw each turn, still reproducible
     generate_options.cancelled = [] { return interrupted.load(); };
+    generate_options.constraint = constraint_;
+    generate_options.constraint_start = chat_constraint_start(c_.variant, !args_.no_thinking);
     GenerateContext context{backend_, session_, tokenizer_, stop_ids_};
     AnswerPrinter printer(c_.variant == Variant::thinking_2507, args_.hide_thinking, isatty(STDOUT_FILENO));
     auto answer = generate(context, suffix, generate_options, [&](std::string_view piece) { printer.print(piece); });
@@ -159,6 +164,7 @@ class Chat {
   std::vector<uint32_t> stop_ids_;
   std::vector<ChatMessage> messages_;
   std::vector<uint32_t> cached_;  // the tokens in the session's KV cache, in order
+  std::shared_ptr<grammar::TokenMasks> constraint_;  // every answer follows it, when given
   uint64_t turns_ = 0;
 };
 
@@ -179,7 +185,8 @@ Status run_chat(const ChatArgs& args) {
   action.sa_flags = SA_RESTART;  // a Ctrl-C at the prompt does not end the read
   sigaction(SIGINT, &action, nullptr);
 
-  Chat chat(args, *model, *backend, *session, tokenizer, sampling);
+  KIPP_ASSIGN(std::shared_ptr<grammar::TokenMasks> constraint, args.constraint.masks_for(tokenizer));
+  Chat chat(args, *model, *backend, *session, tokenizer, sampling, std::move(constraint));
   std::fprintf(stderr, "kipp chat: %s on %s, seed %llu. /reset starts over, /exit quits, Ctrl-C stops an answer.\n",
                std::string(c.id).c_str(), backend->describe().c_str(), static_cast<unsigned long long>(sampling.seed));
   std::string line;
@@ -214,6 +221,7 @@ Command add_chat_command(CLI::App& app) {
   sub->add_option("--context", args->context,
                   "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
   args->sampling.add_to(*sub);
+  args->constraint.add_to(*sub);
   args->backend.add_to(*sub);
   return {sub, [args] {
             if (auto done = run_chat(*args); !done) return report(done.error());

@@ -1,7 +1,9 @@
-// `kipp generate --model FILE --prompt P [-n N] [sampling flags] [--backend B] [--json]`: a
-// completion of the raw prompt (no chat template), streamed to stdout as it is generated, with
-// the timings on stderr at the end. Sampling defaults to the checkpoint's recommended settings;
+// `kipp generate --model FILE --prompt P [-n N] [sampling flags] [--json-schema F | --grammar F]
+// [--backend B] [--json]`: a completion of the raw prompt (no chat template), streamed to stdout as
+// it is generated, with the timings on stderr at the end; under a schema or grammar the text
+// follows it from the first token. Sampling defaults to the checkpoint's recommended settings;
 // --greedy (or --temperature 0) takes the argmax.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 #include "backend/backend.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/constraint_flags.h"
 #include "cli/sampling_flags.h"
 #include "engine/generator.h"
 #include "model/model_file.h"
@@ -26,8 +29,21 @@ struct GenerateArgs {
   bool json = false, speculative = false;
   std::vector<std::string> stop;
   SamplingFlags sampling;
+  ConstraintFlags constraint;
   BackendFlags backend;
 };
+
+// The constraint's cost per token: median, 99th percentile and the largest (the first visit of a
+// state walks the vocabulary; later visits are a cache lookup). Null without a constraint.
+nlohmann::json constraint_json(std::vector<double> seconds) {
+  if (seconds.empty()) return nullptr;
+  std::sort(seconds.begin(), seconds.end());
+  const auto at = [&](double q) { return seconds[std::min(seconds.size() - 1, size_t(q * double(seconds.size())))]; };
+  double total = 0;
+  for (double s : seconds) total += s;
+  return {{"tokens", seconds.size()}, {"median", at(0.5)}, {"p99", at(0.99)}, {"max", seconds.back()},
+          {"total", total}};
+}
 
 nlohmann::json timings_json(const GenerationTimings& t) {
   return {{"prompt_tokens", t.prompt_tokens},
@@ -38,7 +54,8 @@ nlohmann::json timings_json(const GenerationTimings& t) {
           {"decode_tokens_per_second", t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0},
           {"time_to_first_token_seconds", t.first_token_seconds},
           {"draft_tokens", t.draft_tokens},
-          {"accepted_draft_tokens", t.accepted_draft_tokens}};
+          {"accepted_draft_tokens", t.accepted_draft_tokens},
+          {"constraint_seconds", constraint_json(t.constraint_seconds)}};
 }
 
 Status run_generate(const GenerateArgs& args) {
@@ -61,6 +78,7 @@ Status run_generate(const GenerateArgs& args) {
   options.sampling = sampling;
   options.stop = args.stop;
   options.speculative = args.speculative;
+  KIPP_ASSIGN(options.constraint, args.constraint.masks_for(tokenizer));
   const std::vector<uint32_t> stop_ids = c.stop_ids();
   GenerateContext context{*backend, *session, tokenizer, stop_ids};
   const auto stream = [&](std::string_view piece) {
@@ -117,6 +135,7 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
   args->sampling.add_to(*sub);
   sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
+  args->constraint.add_to(*sub);
   sub->add_flag("--spec", args->speculative,
                 "Speculative decoding by prompt lookup (greedy only; same output, faster on text that repeats)");
   args->backend.add_to(*sub);

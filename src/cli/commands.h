@@ -28,6 +28,7 @@ Command add_template_command(CLI::App& app);
 Command add_perplexity_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_serve_command(CLI::App& app);
+Command add_grammar_command(CLI::App& app);
 
 // Prints "kipp: <message>" to stderr and returns the exit status: 1, or kExitUnreachable when a
 // host could not be reached (scripts such as `make quickstart` tell being offline apart by it).

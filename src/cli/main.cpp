@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
       add_detokenize_command(app),
       add_logits_command(app),
       add_template_command(app),
+      add_grammar_command(app),
       add_generate_command(app),
       add_chat_command(app),
       add_perplexity_command(app),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "engine/output_text.h"
 #include "engine/prompt_lookup.h"
@@ -43,11 +44,26 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
     return fail("the prompt (", prompt.size(), " tokens after ", c.session.length(), " cached) does not fit the ",
                 c.session.capacity(), " positions of the session");
   KIPP_ASSIGN(Sampler sampler, Sampler::create(options.sampling, vocab));
-
   if (options.speculative && !options.sampling.greedy())
     return fail("speculative decoding needs greedy sampling (temperature 0): only then is its output the same");
 
   Generation out;
+  std::optional<TokenConstraint> constraint;
+  if (options.constraint) {
+    KIPP_ASSIGN(const ThinkTokens think, find_think_tokens(c.tokenizer));
+    constraint.emplace(options.constraint, options.constraint_start, c.stop_ids, think);
+  }
+  // The next token from a row of logits, from the tokens the constraint allows when there is one.
+  const auto next_token = [&](const float* row_logits) -> Result<uint32_t> {
+    const AllowedTokens* allowed = nullptr;
+    if (constraint) {
+      const Clock::time_point start = Clock::now();
+      KIPP_ASSIGN(allowed, constraint->allowed());
+      out.timings.constraint_seconds.push_back(seconds_between(start, Clock::now()));
+    }
+    return sampler.sample(std::span(row_logits, vocab), allowed);
+  };
+
   const uint32_t rows = options.speculative ? kMaxDraftTokens + 1 : 1;
   std::vector<float> logits(size_t(rows) * family::vocab);
   OutputText output(c.tokenizer, options.stop);
@@ -62,6 +78,12 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   const auto take = [&](uint32_t token) -> Result<bool> {
     out.tokens.push_back(token);
     sampler.accept(token);
+    if (constraint) {
+      const Clock::time_point start = Clock::now();
+      KIPP_TRY(constraint->accept(token, c.tokenizer.token_bytes(token)));
+      if (!out.timings.constraint_seconds.empty())
+        out.timings.constraint_seconds.back() += seconds_between(start, Clock::now());
+    }
     if (std::find(c.stop_ids.begin(), c.stop_ids.end(), token) != c.stop_ids.end()) {
       out.finish = FinishReason::stop_token;
       out.stop = std::string(c.tokenizer.token_bytes(token));
@@ -98,7 +120,7 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
       out.finish = FinishReason::cancelled;
       break;
     }
-    KIPP_ASSIGN(const uint32_t token, sampler.sample(std::span(row, vocab)));
+    KIPP_ASSIGN(const uint32_t token, next_token(row));
     if (out.tokens.empty()) out.timings.first_token_seconds = seconds_between(start, Clock::now());
     KIPP_ASSIGN(const bool going, take(token));
     if (!going) break;
@@ -124,7 +146,7 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
     bool going_on = true;
     while (accepted < drafted && budget_left()) {
       const float* draft_row = logits.data() + size_t(accepted) * family::vocab;
-      KIPP_ASSIGN(const uint32_t predicted, sampler.sample(std::span(draft_row, vocab)));
+      KIPP_ASSIGN(const uint32_t predicted, next_token(draft_row));
       if (predicted != batch[accepted + 1]) break;
       ++accepted;
       KIPP_ASSIGN(going_on, take(predicted));

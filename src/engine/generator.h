@@ -12,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "engine/sampler.h"
+#include "engine/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -33,6 +34,10 @@ struct GenerateOptions {
   // Prompt-lookup drafts verified in one multi-row evaluation (greedy only): the same tokens as
   // plain greedy decoding, fewer evaluation steps when the text repeats its context.
   bool speculative = false;
+  // Structured output: the answer follows this grammar (see TokenConstraint), from
+  // `constraint_start` on.
+  std::shared_ptr<grammar::TokenMasks> constraint;
+  ConstraintStart constraint_start = ConstraintStart::at_once;
 };
 
 struct GenerationTimings {
@@ -43,6 +48,9 @@ struct GenerationTimings {
   double first_token_seconds = 0;  // from the start to the first sampled token
   uint32_t draft_tokens = 0;           // speculative: draft tokens verified
   uint32_t accepted_draft_tokens = 0;  // of which accepted
+  // Under a constraint, per sampled token: the seconds spent finding the allowed set and taking
+  // the token into the grammar (the mask's cost; applying it is part of sampling).
+  std::vector<double> constraint_seconds;
 };
 
 struct Generation {

@@ -12,11 +12,15 @@ bool more_likely(const TokenLogprob& a, const TokenLogprob& b) {
 
 }  // namespace
 
-LogprobsAtStep logprobs_at_step(std::span<const float> logits, uint32_t chosen, uint32_t top) {
+LogprobsAtStep logprobs_at_step(std::span<const float> logits, uint32_t chosen, uint32_t top,
+                                const AllowedTokens* allowed) {
+  const auto counted = [&](uint32_t id) { return !allowed || allowed->has(id); };
   float max = -INFINITY;
-  for (float logit : logits) max = std::max(max, logit);
+  for (uint32_t id = 0; id < logits.size(); ++id)
+    if (counted(id)) max = std::max(max, logits[id]);
   double sum = 0;
-  for (float logit : logits) sum += std::exp(double(logit) - max);
+  for (uint32_t id = 0; id < logits.size(); ++id)
+    if (counted(id)) sum += std::exp(double(logits[id]) - max);
   const double log_normalizer = max + std::log(sum);
 
   LogprobsAtStep step;
@@ -27,6 +31,7 @@ LogprobsAtStep logprobs_at_step(std::span<const float> logits, uint32_t chosen, 
   std::vector<TokenLogprob>& best = step.top;
   best.reserve(top + 1);
   for (uint32_t id = 0; id < logits.size(); ++id) {
+    if (!counted(id)) continue;
     const TokenLogprob candidate{id, logits[id]};
     if (best.size() == top && !more_likely(candidate, best.back())) continue;
     best.insert(std::upper_bound(best.begin(), best.end(), candidate, more_likely), candidate);

@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace kipp {
@@ -66,9 +67,23 @@ void Sampler::reset() {
   random_.reseed(params_.seed);
 }
 
-// Steps 1 and 2: the row with logit_bias and the penalties applied.
-void Sampler::adjust(std::span<const float> logits) {
-  std::copy(logits.begin(), logits.end(), adjusted_.begin());
+// Steps 0 to 2: the row restricted to the allowed tokens, with logit_bias and the penalties applied.
+void Sampler::adjust(std::span<const float> logits, const AllowedTokens* allowed) {
+  if (!allowed) {
+    std::copy(logits.begin(), logits.end(), adjusted_.begin());
+  } else {
+    std::fill(adjusted_.begin(), adjusted_.end(), -INFINITY);
+    if (allowed->set) {
+      const std::span<const uint64_t> words = allowed->set->words();
+      for (size_t w = 0; w < words.size(); ++w)
+        for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+          const size_t id = w * 64 + size_t(std::countr_zero(bits));
+          if (id < vocab_) adjusted_[id] = logits[id];
+        }
+    }
+    for (uint32_t id : allowed->extra)
+      if (id < vocab_) adjusted_[id] = logits[id];
+  }
   for (const LogitBias& b : params_.logit_bias) adjusted_[b.token] += b.bias;
   for (size_t i = 0; i < recent_.size(); ++i) {
     const uint32_t token = recent_[i];
@@ -79,26 +94,41 @@ void Sampler::adjust(std::span<const float> logits) {
   }
 }
 
-Result<uint32_t> Sampler::sample(std::span<const float> logits) {
+Result<uint32_t> Sampler::sample(std::span<const float> logits, const AllowedTokens* allowed) {
   if (logits.size() != vocab_) return fail("sampler: a row of ", logits.size(), " logits, expected ", vocab_);
   for (size_t i = 0; i < logits.size(); ++i)
     if (std::isnan(logits[i])) return fail("sampler: logit ", i, " is NaN");
-  adjust(logits);
+  if (allowed && allowed->count() == 0) return fail("sampler: the constraint allows no token at all");
+  adjust(logits, allowed);
   // Higher logit first, then lower id: the one order every step below uses.
   const auto before = [this](uint32_t a, uint32_t b) {
     return adjusted_[a] > adjusted_[b] || (adjusted_[a] == adjusted_[b] && a < b);
   };
-  if (params_.greedy()) {
+  if (params_.greedy() && !allowed) {
     uint32_t best = 0;
     for (uint32_t i = 1; i < vocab_; ++i)
       if (adjusted_[i] > adjusted_[best]) best = i;
     return best;
   }
-
+  // Under a constraint the candidates are the allowed tokens (the others are -inf now), in id order.
   order_.resize(vocab_);
-  for (uint32_t i = 0; i < vocab_; ++i) order_[i] = i;
+  if (allowed) {
+    order_.clear();
+    for (uint32_t i = 0; i < vocab_; ++i)
+      if (adjusted_[i] != -INFINITY) order_.push_back(i);
+    if (order_.empty()) return fail("sampler: every token the constraint allows has a logit of -inf");
+  } else {
+    for (uint32_t i = 0; i < vocab_; ++i) order_[i] = i;
+  }
+  if (params_.greedy()) {
+    uint32_t best = order_[0];
+    for (uint32_t id : order_)
+      if (adjusted_[id] > adjusted_[best]) best = id;
+    return best;
+  }
+
   bool sorted = false;
-  if (params_.top_k > 0 && params_.top_k < vocab_) {
+  if (params_.top_k > 0 && params_.top_k < order_.size()) {
     std::nth_element(order_.begin(), order_.begin() + params_.top_k, order_.end(), before);
     order_.resize(params_.top_k);
     std::sort(order_.begin(), order_.end(), before);  // nth_element's order is the library's choice

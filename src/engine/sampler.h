@@ -1,6 +1,8 @@
 // Turns one row of logits into the next token. One entry point for the CLI and the server.
 //
 // The order of operations, for every token:
+//   0. Under a constraint (structured output), tokens outside the allowed set are removed: every
+//      step below sees only the allowed ones, so probabilities are renormalized over them.
 //   1. logit_bias is added to the listed ids.
 //   2. Penalties over the last `penalty_window` generated tokens (not the prompt): a token seen
 //      there has its logit divided by repetition_penalty when positive, multiplied when negative
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "engine/random.h"
+#include "engine/token_constraint.h"
 #include "registry/registry.h"
 #include "util/error.h"
 
@@ -62,9 +65,10 @@ class Sampler {
   // The settings are validated here; `vocab` is the width of the logit rows to come.
   static Result<Sampler> create(const SamplingParams& params, uint32_t vocab);
 
-  // The next token for this row of logits (vocab values), given the tokens accepted so far.
-  // The row is not changed. NaN logits are an error (a broken model, not a choice to make).
-  Result<uint32_t> sample(std::span<const float> logits);
+  // The next token for this row of logits (vocab values), given the tokens accepted so far, from
+  // `allowed` only when it is given (it must not be empty). The row is not changed. NaN logits are
+  // an error (a broken model, not a choice to make).
+  Result<uint32_t> sample(std::span<const float> logits, const AllowedTokens* allowed = nullptr);
 
   // Records a generated token for the penalties.
   void accept(uint32_t token);
@@ -75,7 +79,7 @@ class Sampler {
 
  private:
   Sampler(const SamplingParams& params, uint32_t vocab);
-  void adjust(std::span<const float> logits);
+  void adjust(std::span<const float> logits, const AllowedTokens* allowed);
   uint32_t draw();
 
   SamplingParams params_;

@@ -32,6 +32,7 @@ struct Scheduler::Sequence {
   uint32_t reservation = 0;      // blocks promised by the pool, not yet taken
   uint32_t generated = 0;
   std::optional<Sampler> sampler;
+  std::optional<TokenConstraint> constraint;
   std::optional<OutputText> output;
   std::vector<float> logits;
 };
@@ -67,7 +68,9 @@ Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vecto
       context_(context),
       vocab_(uint32_t(tokenizer.vocab_size())),
       options_(options),
-      pool_(options.pool_blocks) {}
+      pool_(options.pool_blocks),
+      constraints_(tokenizer),
+      think_tokens_(find_think_tokens(tokenizer)) {}
 
 Scheduler::~Scheduler() {
   {
@@ -247,7 +250,17 @@ bool Scheduler::try_admit(Request& request) {
   for (uint32_t b = 0; b < first.published; ++b)
     first.address = KvBlockPool::chain(first.address, std::span(spec.prompt).subspan(b * kKvBlockTokens, kKvBlockTokens));
 
+  std::shared_ptr<grammar::TokenMasks> masks;
+  if (spec.grammar) {
+    auto found = constraints_.masks_for(*spec.grammar);
+    if (!found || !think_tokens_) {
+      fail_request(request, (!found ? found.error() : think_tokens_.error()).message);
+      return true;  // admitted, and already finished
+    }
+    masks = std::move(found).value();
+  }
   for (auto& sequence : request.sequences) {
+    if (masks) sequence->constraint.emplace(masks, spec.grammar_start, stop_ids_, think_tokens_.value());
     SamplingParams sampling = spec.sampling;
     sampling.seed += sequence->choice;
     auto sampler = Sampler::create(sampling, vocab_);
@@ -365,8 +378,13 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     std::lock_guard lock(mutex_);
     stats_.first_token_seconds.observe(seconds_between(request.submitted, now));
   }
-  KIPP_ASSIGN(const uint32_t token, sequence.sampler->sample(logits));
+  const AllowedTokens* allowed = nullptr;
+  if (sequence.constraint) {
+    KIPP_ASSIGN(allowed, sequence.constraint->allowed());
+  }
+  KIPP_ASSIGN(const uint32_t token, sequence.sampler->sample(logits, allowed));
   sequence.sampler->accept(token);
+  if (sequence.constraint) KIPP_TRY(sequence.constraint->accept(token, tokenizer_.token_bytes(token)));
   sequence.tokens.push_back(token);
   ++sequence.generated;
   ++request.report.completion_tokens;
@@ -386,7 +404,7 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     KIPP_ASSIGN(const bool stopped, sequence.output->push(token, update.text));
     if (stopped) finish = FinishReason::stop_string;
     if (request.spec.logprobs)
-      update.tokens.push_back({update.text, logprobs_at_step(logits, token, request.spec.top_logprobs)});
+      update.tokens.push_back({update.text, logprobs_at_step(logits, token, request.spec.top_logprobs, allowed)});
   }
   // The next token needs this one in the KV: stop at the session's end as at max_tokens.
   if (!finish && (sequence.generated >= request.spec.max_tokens ||

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/constraint_cache.h"
 #include "engine/generator.h"
 #include "engine/histogram.h"
 #include "engine/kv_block_pool.h"
@@ -73,7 +74,11 @@ struct CompletionRequest {
   SamplingParams sampling;       // choice i samples with seed + i
   std::vector<std::string> stop;
   bool logprobs = false;
-  uint32_t top_logprobs = 0;
+  uint32_t top_logprobs = 0;       // under a grammar: of the constrained distribution
+  // Structured output: every choice follows this grammar from `grammar_start` on. Compiled to a
+  // matcher on the scheduler thread, once per distinct grammar (ConstraintCache).
+  std::shared_ptr<const grammar::Grammar> grammar;
+  ConstraintStart grammar_start = ConstraintStart::at_once;
   // Both run on the scheduler thread and must not block; on_done runs exactly once, last.
   std::function<void(const ChoiceUpdate&)> on_update;
   std::function<void(const RequestReport&)> on_done;
@@ -148,6 +153,8 @@ class Scheduler {
   const uint32_t vocab_;
   const SchedulerOptions options_;
   KvBlockPool pool_;
+  ConstraintCache constraints_;           // scheduler thread only
+  const Result<ThinkTokens> think_tokens_;
 
   mutable std::mutex mutex_;  // guards waiting_, stopping_ and stats_
   std::condition_variable wake_;

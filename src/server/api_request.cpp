@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/chat_messages.h"
+#include "grammar/gbnf.h"
 
 namespace kipp::server {
 namespace {
@@ -58,7 +59,7 @@ const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store"
 // OpenAI fields Kipp does not implement, for either endpoint.
 const std::set<std::string, std::less<>> kUnsupported = {
     "echo",       "best_of",          "suffix",         "tools",       "tool_choice",         "functions",
-    "function_call", "response_format", "parallel_tool_calls", "prediction", "modalities", "audio",
+    "function_call", "parallel_tool_calls", "prediction", "modalities", "audio",
     "reasoning_effort", "web_search_options", "logprobs_format", "verbosity", "stream_format"};
 
 class Reader {
@@ -82,7 +83,7 @@ class Reader {
       return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
-    return std::nullopt;
+    return compile_structured();
   }
 
  private:
@@ -142,6 +143,8 @@ class Reader {
       return assign_whole(key, value, 0, 20, [&](int64_t v) { out_.top_logprobs = uint32_t(v); });
     } else if (key == "chat_template_kwargs" && chat) {
       return read_template_kwargs(value);
+    } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
+      return read_structured(key, value);
     } else if (kUnsupported.count(key)) {
       return field_error(key, "is not supported by Kipp");
     } else {
@@ -249,9 +252,92 @@ class Reader {
     return std::nullopt;
   }
 
+  // The structured-output fields, compiled once all are read (at most one may constrain).
+  struct StructuredField {
+    std::string field;  // where errors point: "response_format.json_schema.schema", "grammar", ...
+    enum class Kind { json_schema, gbnf } kind;
+    Json schema;
+    std::string gbnf;
+    bool strict = true;
+  };
+
+  std::optional<ApiError> read_structured(const std::string& key, const Json& value) {
+    StructuredField field{key, StructuredField::Kind::json_schema, Json(), "", true};
+    if (key == "grammar") {
+      if (!value.is_string()) return field_error(key, "must be a string holding a GBNF grammar");
+      field.kind = StructuredField::Kind::gbnf;
+      field.gbnf = value.get<std::string>();
+    } else if (key == "json_schema") {  // llama.cpp's extension: the schema itself, enforced exactly
+      if (!value.is_object() && !value.is_boolean()) return field_error(key, "must be a JSON Schema (an object)");
+      field.schema = value;
+    } else {
+      if (!value.is_object()) return field_error(key, "must be an object such as {\"type\": \"json_object\"}");
+      const auto type = value.find("type");
+      if (type == value.end() || !type->is_string())
+        return field_error("response_format.type", "is required: \"text\", \"json_object\" or \"json_schema\"");
+      const std::string kind = type->get<std::string>();
+      for (const auto& [name, entry] : value.items())
+        if (name != "type" && !(name == "json_schema" && kind == "json_schema"))
+          return field_error("response_format." + name, "is not a field of a " + kind + " response_format");
+      if (kind == "text") return std::nullopt;
+      if (kind == "json_object") {
+        field.field = "response_format";
+        field.schema = Json{{"type", "object"}};
+      } else if (kind == "json_schema") {
+        const auto spec = value.find("json_schema");
+        if (spec == value.end() || !spec->is_object())
+          return field_error("response_format.json_schema", "is required with type json_schema: {\"name\", \"schema\", \"strict\"}");
+        for (const auto& [name, entry] : spec->items()) {
+          if (name == "name" || name == "description") {
+            if (!entry.is_string()) return field_error("response_format.json_schema." + name, "must be a string");
+          } else if (name == "strict") {
+            if (!entry.is_boolean() && !entry.is_null())
+              return field_error("response_format.json_schema.strict", "must be true or false");
+            field.strict = entry.is_boolean() && entry.get<bool>();
+          } else if (name != "schema") {
+            return field_error("response_format.json_schema." + name, "is not a field of json_schema");
+          }
+        }
+        if (!spec->contains("strict")) field.strict = false;  // OpenAI's default
+        // No schema: any JSON value, as OpenAI takes it.
+        field.schema = spec->contains("schema") ? spec->at("schema") : Json::object();
+        field.field = "response_format.json_schema.schema";
+      } else {
+        return field_error("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\", not \"" + kind + "\"");
+      }
+    }
+    if (structured_field_)
+      return field_error(key, "only one of response_format, json_schema and grammar may constrain the answer (" +
+                                  structured_field_->field + " does already)");
+    structured_field_ = std::move(field);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> compile_structured() {
+    if (!structured_field_) return std::nullopt;
+    const StructuredField& field = *structured_field_;
+    StructuredOutput structured;
+    structured.field = field.field;
+    if (field.kind == StructuredField::Kind::gbnf) {
+      auto compiled = grammar::compile_gbnf(field.gbnf);
+      if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);
+      structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
+    } else {
+      grammar::SchemaOptions options;
+      options.strict = field.strict;
+      auto compiled = grammar::compile_json_schema(field.schema, options);
+      if (!compiled) return field_error(field.field, compiled.error().message);
+      structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
+      structured.unenforced = std::move(compiled->unenforced);
+    }
+    out_.structured = std::move(structured);
+    return std::nullopt;
+  }
+
   Endpoint endpoint_;
   const ApiLimits& limits_;
   ApiRequest& out_;
+  std::optional<StructuredField> structured_field_;
 };
 
 }  // namespace

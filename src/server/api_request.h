@@ -3,11 +3,14 @@
 //   - fields Kipp implements are read with their OpenAI types and ranges (null means absent);
 //   - OpenAI fields that cannot change the output (user, metadata, store, service_tier) are
 //     accepted and ignored;
-//   - OpenAI fields Kipp does not implement (tools, response_format, echo, best_of, suffix, ...)
-//     and names that are not OpenAI fields at all are refused, naming the field.
+//   - OpenAI fields Kipp does not implement (tools, echo, best_of, suffix, ...) and names that
+//     are not OpenAI fields at all are refused, naming the field.
+// Structured output (response_format, and llama.cpp's json_schema and grammar) is compiled here,
+// so that a schema Kipp cannot enforce is refused before any work, naming the keyword.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +19,8 @@
 
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 
 namespace kipp::server {
 
@@ -42,6 +47,13 @@ struct ApiLimits {
   uint32_t max_stop_bytes = 256;
 };
 
+// The constraint a request asked for, compiled.
+struct StructuredOutput {
+  std::string field;  // the request field that asked: response_format, json_schema or grammar
+  std::shared_ptr<const grammar::Grammar> grammar;
+  std::vector<grammar::Unenforced> unenforced;  // what a json_schema with strict: false left out
+};
+
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;
@@ -62,6 +74,7 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
   uint32_t top_logprobs = 0;   // completions: logprobs = N; chat: top_logprobs
+  std::optional<StructuredOutput> structured;
 };
 
 // Parses and checks one request body for `endpoint`.

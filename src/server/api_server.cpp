@@ -45,6 +45,15 @@ class Responder : public std::enable_shared_from_this<Responder> {
         logprobs_(request.logprobs),
         tokenizer_(tokenizer),
         exchange_(std::move(exchange)) {
+    if (request.structured && !request.structured->unenforced.empty()) {
+      unenforced_ = Json::array();
+      std::string listed;
+      for (const grammar::Unenforced& u : request.structured->unenforced) {
+        unenforced_.push_back({{"keyword", u.keyword}, {"pointer", u.pointer}});
+        listed += (listed.empty() ? "" : ", ") + u.keyword + " at " + (u.pointer.empty() ? "/" : u.pointer);
+      }
+      headers_.push_back({"x-kipp-unenforced", listed});
+    }
     choices_.reserve(request.n);
     for (uint32_t i = 0; i < request.n; ++i) choices_.emplace_back(thinking);
   }
@@ -53,7 +62,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
   void start() {
     std::lock_guard lock(mutex_);
     if (!stream_) return;
-    exchange_->start_stream(200, "text/event-stream");
+    exchange_->start_stream(200, "text/event-stream", headers_);
     started_ = true;
     for (std::string& event : pending_) exchange_->write(std::move(event));
     pending_.clear();
@@ -118,7 +127,10 @@ class Responder : public std::enable_shared_from_this<Responder> {
         else
           entry["text"] = "";
         chunk["choices"].push_back(std::move(entry));
-        if (i + 1 == choices_.size()) chunk["timings"] = timings_json(report);
+        if (i + 1 == choices_.size()) {
+          chunk["timings"] = timings_json(report);
+          if (!unenforced_.is_null()) chunk["x_kipp_unenforced"] = unenforced_;
+        }
         send(sse_event(chunk));
       }
       if (include_usage_) {
@@ -147,7 +159,8 @@ class Responder : public std::enable_shared_from_this<Responder> {
     }
     body["usage"] = usage_json(report);
     body["timings"] = timings_json(report);
-    exchange_->respond(json_response(200, body));
+    if (!unenforced_.is_null()) body["x_kipp_unenforced"] = unenforced_;
+    exchange_->respond(json_response(200, body, headers_));
   }
 
  private:
@@ -170,6 +183,9 @@ class Responder : public std::enable_shared_from_this<Responder> {
 
   const ResponseHeader header_;
   const bool stream_, include_usage_, logprobs_;
+  // What a non-strict schema left unenforced: the x-kipp-unenforced header and a body field.
+  Json unenforced_;
+  HttpHeaders headers_;
   const Tokenizer& tokenizer_;
   std::shared_ptr<HttpExchange> exchange_;
   std::mutex mutex_;
@@ -352,6 +368,12 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   const auto thinking =
       endpoint == Endpoint::chat ? reasoning_start(config_.variant, request.enable_thinking.value_or(true))
                                  : ReasoningSplitter::Start::content;
+  if (request.structured) {
+    work.grammar = request.structured->grammar;
+    work.grammar_start = endpoint == Endpoint::chat
+                             ? chat_constraint_start(config_.variant, request.enable_thinking.value_or(true))
+                             : ConstraintStart::at_once;
+  }
   auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_id), request, tokenizer_,
                                                exchange, thinking);
   work.on_update = [responder](const ChoiceUpdate& update) { responder->update(update); };

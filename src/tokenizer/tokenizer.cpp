@@ -88,6 +88,7 @@ Status Tokenizer::load_tokens(const TokenizerData& data, VocabIndex& vocab) {
   size_t text_bytes = 0;
   for (const std::string_view text : data.tokens) text_bytes += text.size();
   token_bytes_.reserve(text_bytes);
+  normal_.assign(data.tokens.size(), false);
   constexpr size_t kInsertAhead = 16;
   for (size_t id = 0; id < data.tokens.size(); ++id) {
     if (id + kInsertAhead < data.tokens.size()) vocab.prefetch_slot(data.tokens[id + kInsertAhead]);
@@ -95,6 +96,7 @@ Status Tokenizer::load_tokens(const TokenizerData& data, VocabIndex& vocab) {
     token_offsets_.push_back(uint32_t(token_bytes_.size()));
     switch (gguf::TokenType(data.token_types[id])) {
       case gguf::TokenType::normal:
+        normal_[id] = true;
         KIPP_TRY(append_token_text_bytes(text, id, token_bytes_));
         if (!vocab.insert(TokenId(id))) return fail("tokenizer: token ", id, " \"", text, "\" appears twice");
         break;

@@ -53,6 +53,9 @@ class Tokenizer {
     return std::string_view(token_bytes_).substr(token_offsets_[id], token_offsets_[id + 1] - token_offsets_[id]);
   }
   size_t vocab_size() const { return token_offsets_.size() - 1; }
+  // True for the byte-level BPE tokens; false for added tokens (<|im_end|>, <think>, ...) and
+  // unused ids. Constrained text is spelled with the former only.
+  bool is_normal(TokenId id) const { return id < normal_.size() && normal_[id]; }
   size_t merge_count() const { return merges_.size(); }
   size_t added_token_count() const { return added_.size(); }
 
@@ -65,6 +68,7 @@ class Tokenizer {
 
   std::string token_bytes_;             // every token's bytes, back to back
   std::vector<uint32_t> token_offsets_;  // token id -> start in token_bytes_; one extra at the end
+  std::vector<bool> normal_;             // token id -> a byte-level BPE token
   std::array<TokenId, 256> byte_tokens_{};
   MergeTable merges_;
   AddedTokenMatcher added_;

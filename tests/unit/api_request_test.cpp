@@ -81,8 +81,50 @@ TEST(ApiRequest, ReadsEveryImplementedField) {
   EXPECT_EQ(std::get<ApiRequest>(chat).top_logprobs, 20u);
 }
 
+TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
+  auto schema = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
+      {"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(schema)) << std::get<ApiError>(schema).message;
+  const auto& structured = std::get<ApiRequest>(schema).structured;
+  ASSERT_TRUE(structured.has_value());
+  EXPECT_EQ(structured->field, "response_format.json_schema.schema");
+  EXPECT_GT(structured->grammar->rules.size(), 1u);
+  EXPECT_TRUE(structured->unenforced.empty());
+
+  // OpenAI's default is strict: false: what cannot be enforced is listed, not refused.
+  auto lenient = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
+      {"name":"n","schema":{"type":"array","uniqueItems":true}}})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(lenient)) << std::get<ApiError>(lenient).message;
+  ASSERT_EQ(std::get<ApiRequest>(lenient).structured->unenforced.size(), 1u);
+  EXPECT_EQ(std::get<ApiRequest>(lenient).structured->unenforced[0].keyword, "uniqueItems");
+
+  const ApiError strict = error_of(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
+      {"name":"n","strict":true,"schema":{"type":"array","uniqueItems":true}}})"));
+  EXPECT_EQ(strict.status, 400);
+  EXPECT_EQ(strict.param, "response_format.json_schema.schema");
+  EXPECT_NE(strict.message.find("keyword 'uniqueItems' at /"), std::string::npos) << strict.message;
+
+  auto text = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"text"})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(text));
+  EXPECT_FALSE(std::get<ApiRequest>(text).structured.has_value());
+
+  auto gbnf = parse(Endpoint::completions, completion_with(R"("grammar":"root ::= \"a\" | \"b\"")"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(gbnf)) << std::get<ApiError>(gbnf).message;
+  EXPECT_EQ(std::get<ApiRequest>(gbnf).structured->field, "grammar");
+  auto llama_schema = parse(Endpoint::completions, completion_with(R"("json_schema":{"type":"boolean"})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(llama_schema)) << std::get<ApiError>(llama_schema).message;
+
+  expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object"},"grammar":"root ::= \"a\"")"),
+                     "response_format");  // keys are read in sorted order: the second names the clash
+  expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"yaml"})"), "response_format.type");
+  expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object","schema":{}})"),
+                     "response_format.schema");
+  expect_field_error(Endpoint::completions, completion_with(R"("grammar":"root ::= \"a")"), "grammar");
+  expect_field_error(Endpoint::completions, completion_with(R"("json_schema":"{}")"), "json_schema");
+}
+
 TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
-  for (const char* field : {"tools", "response_format", "echo", "best_of", "suffix", "tool_choice"}) {
+  for (const char* field : {"tools", "echo", "best_of", "suffix", "tool_choice"}) {
     const ApiError error = error_of(Endpoint::completions, completion_with("\"" + std::string(field) + "\":1"));
     EXPECT_EQ(error.param, field);
     EXPECT_NE(error.message.find("not supported"), std::string::npos) << error.message;

@@ -73,10 +73,10 @@ std::vector<uint32_t> ranked(const std::vector<float>& logits) {
 // Draws `n` tokens and checks every one is in `expected`'s support and that the counts pass a
 // chi-square test against it at the 0.1% level (the seed is fixed, so the outcome is too).
 void expect_distribution(Sampler& sampler, const std::vector<float>& logits, const std::vector<double>& expected,
-                         int n = 60000) {
+                         int n = 60000, const AllowedTokens* allowed = nullptr) {
   std::vector<int> counts(logits.size(), 0);
   for (int i = 0; i < n; ++i) {
-    auto token = sampler.sample(logits);
+    auto token = sampler.sample(logits, allowed);
     ASSERT_TRUE(token) << token.error().message;
     ASSERT_LT(*token, logits.size());
     ASSERT_GT(expected[*token], 0.0) << "token " << *token << " is outside the kept set";
@@ -95,6 +95,32 @@ void expect_distribution(Sampler& sampler, const std::vector<float>& logits, con
                              29.59, 31.26, 32.91, 34.53, 36.12, 37.70};
   ASSERT_GE(categories, 2);
   EXPECT_LT(chi2, critical[categories - 1]) << "chi-square " << chi2 << " over " << categories << " tokens";
+}
+
+// A constraint's allowed set: a bit set plus extra ids, as TokenConstraint hands them over.
+AllowedTokens allowed_of(std::initializer_list<uint32_t> in_set, std::vector<uint32_t> extra) {
+  auto set = std::make_shared<grammar::TokenSet>(uint32_t(kLogits.size()));
+  for (uint32_t id : in_set) set->add(id);
+  return AllowedTokens{set, std::move(extra)};
+}
+
+TEST(Sampler, AConstraintRenormalizesOverTheAllowedTokens) {
+  const AllowedTokens allowed = allowed_of({1, 4, 7}, {10});
+  Sampler sampler = make(Settings().temperature(0.8f).seed(3));
+  expect_distribution(sampler, kLogits, expected_distribution(kLogits, 0.8, {1, 4, 7, 10}), 60000, &allowed);
+  // top_k then applies within the allowed set: top_k 2 keeps 7 (0.9) and 4 (0.7).
+  Sampler top = make(Settings().temperature(1.0f).top_k(2).seed(5));
+  expect_distribution(top, kLogits, expected_distribution(kLogits, 1.0, {4, 7}), 60000, &allowed);
+}
+
+TEST(Sampler, GreedyUnderAConstraintTakesTheBestAllowedToken) {
+  Sampler sampler = make(Settings().temperature(0.0f));
+  const AllowedTokens allowed = allowed_of({0, 3, 5}, {});
+  EXPECT_EQ(sampler.sample(kLogits, &allowed).value(), 0u);  // 1.5, though 2.2 (id 2) is the best overall
+  const AllowedTokens only_extra{nullptr, {8}};
+  EXPECT_EQ(sampler.sample(kLogits, &only_extra).value(), 8u);
+  const AllowedTokens none{nullptr, {}};
+  EXPECT_FALSE(sampler.sample(kLogits, &none).ok());
 }
 
 TEST(Sampler, TemperatureOneMatchesTheSoftmax) {

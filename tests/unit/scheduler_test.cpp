@@ -100,6 +100,21 @@ TEST(Logprobs, LogSoftmaxAndTheBestAlternativesInOrder) {
   EXPECT_EQ(logprobs_at_step(logits, 0, 20).top.size(), logits.size());
 }
 
+TEST(Logprobs, UnderAConstraintOfTheAllowedTokensOnly) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
+  auto set = std::make_shared<grammar::TokenSet>(5);
+  set->add(0);
+  set->add(2);
+  const AllowedTokens allowed{set, {4}};
+  const double sum = std::exp(1.0) + std::exp(2.0) + std::exp(-1.0);
+  const LogprobsAtStep step = logprobs_at_step(logits, 2, 5, &allowed);
+  EXPECT_NEAR(step.chosen.logprob, 2.0 - std::log(sum), 1e-6);
+  ASSERT_EQ(step.top.size(), 3u);  // the refused ids 1 and 3 are no alternatives
+  EXPECT_EQ(step.top[0].token, 2u);
+  EXPECT_EQ(step.top[1].token, 0u);
+  EXPECT_EQ(step.top[2].token, 4u);
+}
+
 struct Outcome {
   std::vector<std::string> text;
   std::vector<std::optional<FinishReason>> finish;

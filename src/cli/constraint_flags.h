@@ -1,0 +1,42 @@
+// The structured-output flags `kipp generate`, `kipp chat` and `kipp grammar` share:
+// --json-schema FILE or --grammar FILE (GBNF), and --not-strict for schemas.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "grammar/token_mask.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace kipp::cli {
+
+struct CompiledConstraint {
+  grammar::Grammar grammar;
+  std::vector<grammar::Unenforced> unenforced;  // --not-strict: what the schema left out
+};
+
+class ConstraintFlags {
+ public:
+  void add_to(CLI::App& app);
+  bool given() const { return !json_schema_.empty() || !gbnf_.empty(); }
+  // The compiled grammar of the file given (call only when given()); a schema Kipp cannot
+  // enforce exactly is refused, naming the keyword, unless --not-strict.
+  Result<CompiledConstraint> compile() const;
+  // compile(), ready to run over `tokenizer`'s vocabulary; what --not-strict left unenforced is
+  // listed on stderr. Null when no flag was given.
+  Result<std::shared_ptr<grammar::TokenMasks>> masks_for(const Tokenizer& tokenizer) const;
+  // For messages: the file given.
+  const std::string& file() const { return gbnf_.empty() ? json_schema_ : gbnf_; }
+
+ private:
+  std::string json_schema_, gbnf_;
+  bool not_strict_ = false;
+};
+
+}  // namespace kipp::cli

@@ -1,0 +1,27 @@
+#include "engine/constraint_cache.h"
+
+namespace kipp {
+
+std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer) {
+  return std::make_shared<const grammar::TokenTrie>(
+      grammar::TokenTrie::build(uint32_t(tokenizer.vocab_size()), [&](uint32_t id) {
+        return tokenizer.is_normal(id) ? tokenizer.token_bytes(id) : std::string_view();
+      }));
+}
+
+Result<std::shared_ptr<grammar::TokenMasks>> ConstraintCache::masks_for(const grammar::Grammar& grammar) {
+  const std::string digest = grammar.digest();
+  for (auto it = entries_.begin(); it != entries_.end(); ++it)
+    if (it->first == digest) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return entries_.front().second;
+    }
+  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(grammar));
+  if (!trie_) trie_ = constrained_vocabulary(tokenizer_);
+  auto masks = std::make_shared<grammar::TokenMasks>(std::move(automaton), trie_);
+  entries_.emplace_front(digest, masks);
+  if (entries_.size() > kMaxGrammars) entries_.pop_back();
+  return masks;
+}
+
+}  // namespace kipp

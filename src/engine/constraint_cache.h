@@ -1,0 +1,39 @@
+// Constraints ready to run, by grammar: the vocabulary trie is built once per tokenizer, and the
+// automaton and token sets of a grammar once per distinct grammar (by its digest), so a schema
+// sent with every request is compiled to a matcher once and its token sets are reused across
+// requests. Not thread-safe: the server's scheduler thread owns its cache.
+#pragma once
+
+#include <list>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "grammar/grammar.h"
+#include "grammar/token_mask.h"
+#include "grammar/token_trie.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace kipp {
+
+// The trie of the tokens constrained text is spelled with (the normal ones; see TokenConstraint).
+std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer);
+
+class ConstraintCache {
+ public:
+  // The trie is built on first use: a server that is never sent a grammar never pays for it.
+  explicit ConstraintCache(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+
+  Result<std::shared_ptr<grammar::TokenMasks>> masks_for(const grammar::Grammar& grammar);
+
+  size_t size() const { return entries_.size(); }
+  static constexpr size_t kMaxGrammars = 32;  // the least recently used goes first
+
+ private:
+  const Tokenizer& tokenizer_;
+  std::shared_ptr<const grammar::TokenTrie> trie_;
+  std::list<std::pair<std::string, std::shared_ptr<grammar::TokenMasks>>> entries_;  // most recent first
+};
+
+}  // namespace kipp

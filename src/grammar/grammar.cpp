@@ -1,0 +1,356 @@
+#include "grammar/grammar.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "util/sha256.h"
+
+namespace kipp::grammar {
+
+ByteSet ByteSet::range(uint8_t first, uint8_t last) {
+  ByteSet set;
+  set.add_range(first, last);
+  return set;
+}
+
+void ByteSet::add_range(uint8_t first, uint8_t last) {
+  for (unsigned byte = first; byte <= last; ++byte) add(uint8_t(byte));
+}
+
+void ByteSet::add_all(const ByteSet& other) {
+  for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
+}
+
+std::string Grammar::digest() const {
+  std::string text = "root " + std::to_string(root) + "\n";
+  for (const ByteSet& set : byte_sets) {
+    for (unsigned byte = 0; byte < 256; ++byte) text += set.has(uint8_t(byte)) ? '1' : '0';
+    text += '\n';
+  }
+  for (const Rule& rule : rules) {
+    text += "rule";
+    for (const Sequence& alternative : rule.alternatives) {
+      text += " |";
+      for (const Item& item : alternative) text += " " + std::to_string(int(item.kind)) + ":" + std::to_string(item.index);
+    }
+    text += '\n';
+  }
+  for (const Permutation& p : permutations) {
+    text += "perm " + std::to_string(p.separator) + " " + std::to_string(p.min_members) + " " +
+            std::to_string(p.max_members) + " " + (p.additional ? std::to_string(*p.additional) : "-");
+    for (const Permutation::Member& m : p.members) text += " " + std::to_string(m.rule) + (m.required ? "!" : "?");
+    text += '\n';
+  }
+  return sha256_hex(text);
+}
+
+size_t Grammar::item_count() const {
+  size_t count = 0;
+  for (const Rule& rule : rules)
+    for (const Sequence& alternative : rule.alternatives) count += alternative.size() + 1;
+  return count;
+}
+
+RuleId GrammarBuilder::declare(std::string_view name) {
+  std::string unique(name);
+  if (names_.contains(unique)) {
+    uint32_t& suffix = last_suffix_[unique];
+    do unique = std::string(name) + "-" + std::to_string(++suffix);
+    while (names_.contains(unique));
+  }
+  names_.insert(unique);
+  grammar_.rules.push_back({std::move(unique), {}});
+  defined_.push_back(false);
+  return RuleId(grammar_.rules.size() - 1);
+}
+
+void GrammarBuilder::set_alternatives(RuleId rule, std::vector<Sequence> alternatives) {
+  grammar_.rules[rule].alternatives = std::move(alternatives);
+  defined_[rule] = true;
+}
+
+RuleId GrammarBuilder::add(std::string_view name, std::vector<Sequence> alternatives) {
+  const RuleId rule = declare(name);
+  set_alternatives(rule, std::move(alternatives));
+  return rule;
+}
+
+Item GrammarBuilder::bytes(const ByteSet& set) {
+  auto found = std::find(grammar_.byte_sets.begin(), grammar_.byte_sets.end(), set);
+  if (found == grammar_.byte_sets.end()) {
+    grammar_.byte_sets.push_back(set);
+    found = grammar_.byte_sets.end() - 1;
+  }
+  return {ItemKind::bytes, uint32_t(found - grammar_.byte_sets.begin())};
+}
+
+Item GrammarBuilder::permutation(Permutation permutation) {
+  grammar_.permutations.push_back(std::move(permutation));
+  return {ItemKind::permutation, uint32_t(grammar_.permutations.size() - 1)};
+}
+
+Sequence GrammarBuilder::literal(std::string_view text) {
+  Sequence sequence;
+  for (char c : text) sequence.push_back(bytes(ByteSet::of(uint8_t(c))));
+  return sequence;
+}
+
+namespace {
+
+using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
+
+size_t encode_utf8(uint32_t code_point, uint8_t* out) {
+  if (code_point < 0x80) {
+    out[0] = uint8_t(code_point);
+    return 1;
+  }
+  if (code_point < 0x800) {
+    out[0] = uint8_t(0xC0 | (code_point >> 6));
+    out[1] = uint8_t(0x80 | (code_point & 0x3F));
+    return 2;
+  }
+  if (code_point < 0x10000) {
+    out[0] = uint8_t(0xE0 | (code_point >> 12));
+    out[1] = uint8_t(0x80 | ((code_point >> 6) & 0x3F));
+    out[2] = uint8_t(0x80 | (code_point & 0x3F));
+    return 3;
+  }
+  out[0] = uint8_t(0xF0 | (code_point >> 18));
+  out[1] = uint8_t(0x80 | ((code_point >> 12) & 0x3F));
+  out[2] = uint8_t(0x80 | ((code_point >> 6) & 0x3F));
+  out[3] = uint8_t(0x80 | (code_point & 0x3F));
+  return 4;
+}
+
+// [low, high] (code points whose UTF-8 forms have the same length) as byte-range sequences: the
+// range is split until, at every byte position, the bytes of the sequence form one range.
+void same_length_sequences(uint32_t low, uint32_t high, std::vector<ByteRanges>& out) {
+  for (uint32_t i = 1; i < 4; ++i) {
+    const uint32_t tail = (uint32_t(1) << (6 * i)) - 1;  // the code point bits of the last i bytes
+    if ((low & ~tail) == (high & ~tail)) continue;
+    if ((low & tail) != 0) {
+      same_length_sequences(low, low | tail, out);
+      same_length_sequences((low | tail) + 1, high, out);
+      return;
+    }
+    if ((high & tail) != tail) {
+      same_length_sequences(low, (high & ~tail) - 1, out);
+      same_length_sequences(high & ~tail, high, out);
+      return;
+    }
+  }
+  uint8_t first[4], last[4];
+  const size_t length = encode_utf8(low, first);
+  encode_utf8(high, last);
+  ByteRanges ranges;
+  for (size_t i = 0; i < length; ++i) ranges.push_back({first[i], last[i]});
+  out.push_back(std::move(ranges));
+}
+
+}  // namespace
+
+std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated) {
+  constexpr uint32_t kMax = 0x10FFFF;
+  for (auto& [first, last] : ranges) {
+    if (first > last) std::swap(first, last);
+    last = std::min(last, kMax);
+  }
+  std::erase_if(ranges, [](const auto& r) { return r.first > kMax; });
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  for (const auto& r : ranges) {
+    if (!merged.empty() && r.first <= merged.back().second + 1)
+      merged.back().second = std::max(merged.back().second, r.second);
+    else
+      merged.push_back(r);
+  }
+  if (negated) {
+    std::vector<std::pair<uint32_t, uint32_t>> complement;
+    uint32_t next = 0;
+    for (const auto& r : merged) {
+      if (r.first > next) complement.push_back({next, r.first - 1});
+      next = r.second + 1;
+    }
+    if (next <= kMax) complement.push_back({next, kMax});
+    merged = std::move(complement);
+  }
+  std::vector<std::pair<uint32_t, uint32_t>> scalar;  // without U+D800..U+DFFF
+  for (const auto& r : merged) {
+    if (r.second < 0xD800 || r.first > 0xDFFF) {
+      scalar.push_back(r);
+      continue;
+    }
+    if (r.first < 0xD800) scalar.push_back({r.first, 0xD7FF});
+    if (r.second > 0xDFFF) scalar.push_back({0xE000, r.second});
+  }
+  return scalar;
+}
+
+
+RuleId GrammarBuilder::utf8_class(std::string_view name, std::vector<std::pair<uint32_t, uint32_t>> ranges,
+                                  bool negated) {
+  std::vector<ByteRanges> sequences;
+  static constexpr uint32_t kLengthEnds[] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
+  for (const auto& [first, last] : normalize_code_points(std::move(ranges), negated)) {
+    uint32_t start = first;
+    for (uint32_t end : kLengthEnds) {
+      if (start > last) break;
+      if (start > end) continue;
+      const uint32_t stop = std::min(last, end);
+      same_length_sequences(start, stop, sequences);
+      start = stop + 1;
+    }
+  }
+  // Sequences that differ only in their last byte range share one item with both ranges.
+  std::vector<Sequence> alternatives;
+  std::vector<ByteRanges> prefixes;
+  std::vector<ByteSet> last_sets;
+  for (const ByteRanges& ranges_of : sequences) {
+    ByteRanges prefix(ranges_of.begin(), ranges_of.end() - 1);
+    auto found = std::find(prefixes.begin(), prefixes.end(), prefix);
+    if (found == prefixes.end()) {
+      prefixes.push_back(prefix);
+      last_sets.emplace_back();
+      found = prefixes.end() - 1;
+    }
+    last_sets[found - prefixes.begin()].add_range(ranges_of.back().first, ranges_of.back().second);
+  }
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    Sequence sequence;
+    for (const auto& [low, high] : prefixes[i]) sequence.push_back(bytes(ByteSet::range(low, high)));
+    sequence.push_back(bytes(last_sets[i]));
+    alternatives.push_back(std::move(sequence));
+  }
+  // An empty class matches nothing: one alternative that no byte can start.
+  if (alternatives.empty()) alternatives.push_back({bytes(ByteSet())});
+  return add(name, std::move(alternatives));
+}
+
+RuleId GrammarBuilder::repeat(std::string_view name, Item item, uint32_t min, uint32_t max) {
+  const std::string base(name);
+  Sequence sequence(min, item);
+  if (max == kUnbounded) {
+    const RuleId star = declare(base + "-star");
+    set_alternatives(star, {{item, call(star)}, {}});
+    sequence.push_back(call(star));
+  } else if (max > min) {
+    // optional_k matches 0..k copies: item optional_(k-1) | nothing.
+    RuleId optional = add(base + "-opt", {{item}, {}});
+    for (uint32_t k = 2; k <= max - min; ++k) optional = add(base + "-opt", {{item, call(optional)}, {}});
+    sequence.push_back(call(optional));
+  }
+  return add(base, {std::move(sequence)});
+}
+
+Result<Grammar> GrammarBuilder::finish(RuleId root) && {
+  for (size_t i = 0; i < defined_.size(); ++i)
+    if (!defined_[i]) return fail("rule '", grammar_.rules[i].name, "' is used but never defined");
+  grammar_.root = root;
+  KIPP_TRY(check(grammar_));
+  return std::move(grammar_);
+}
+
+Status check(const Grammar& g) {
+  if (g.root >= g.rules.size()) return fail("the root rule ", g.root, " does not exist");
+  if (g.item_count() > kMaxGrammarItems)
+    return fail("the grammar has ", g.item_count(), " items, more than the limit of ", kMaxGrammarItems);
+  const auto check_rule = [&](RuleId rule, const std::string& where) -> Status {
+    if (rule >= g.rules.size()) return fail(where, " calls rule ", rule, ", which does not exist");
+    return {};
+  };
+  for (const Rule& rule : g.rules) {
+    if (rule.alternatives.empty()) return fail("rule '", rule.name, "' has no alternatives");
+    for (const Sequence& alternative : rule.alternatives)
+      for (const Item& item : alternative) {
+        if (item.kind == ItemKind::bytes && item.index >= g.byte_sets.size())
+          return fail("rule '", rule.name, "' uses byte set ", item.index, ", which does not exist");
+        if (item.kind == ItemKind::rule) KIPP_TRY(check_rule(item.index, "rule '" + rule.name + "'"));
+        if (item.kind == ItemKind::permutation && item.index >= g.permutations.size())
+          return fail("rule '", rule.name, "' uses permutation ", item.index, ", which does not exist");
+      }
+  }
+  for (const Permutation& p : g.permutations) {
+    if (p.members.size() > Permutation::kMaxMembers)
+      return fail("an object with ", p.members.size(), " named members: at most ", Permutation::kMaxMembers,
+                  " can be tracked");
+    if (p.min_members > p.max_members) return fail("a permutation needs ", p.min_members, " members but allows only ", p.max_members);
+    if (p.min_members > Permutation::kMaxCounted ||
+        (p.max_members != Permutation::kUnbounded && p.max_members > Permutation::kMaxCounted))
+      return fail("member counts above ", Permutation::kMaxCounted, " are not tracked");
+    KIPP_TRY(check_rule(p.separator, "a permutation"));
+    for (const Permutation::Member& m : p.members) KIPP_TRY(check_rule(m.rule, "a permutation"));
+    if (p.additional) KIPP_TRY(check_rule(*p.additional, "a permutation"));
+  }
+
+  // Nullable rules, to a fixed point.
+  std::vector<bool> nullable(g.rules.size(), false);
+  const auto item_nullable = [&](const Item& item) {
+    switch (item.kind) {
+      case ItemKind::bytes: return false;
+      case ItemKind::rule: return bool(nullable[item.index]);
+      case ItemKind::permutation: {
+        const Permutation& p = g.permutations[item.index];
+        return p.min_members == 0 &&
+               std::none_of(p.members.begin(), p.members.end(), [](const auto& m) { return m.required; });
+      }
+    }
+    return false;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < g.rules.size(); ++r) {
+      if (nullable[r]) continue;
+      for (const Sequence& alternative : g.rules[r].alternatives)
+        if (std::all_of(alternative.begin(), alternative.end(), item_nullable)) {
+          nullable[r] = changed = true;
+          break;
+        }
+    }
+  }
+  for (const Permutation& p : g.permutations) {
+    for (const Permutation::Member& m : p.members)
+      if (nullable[m.rule]) return fail("permutation member '", g.rules[m.rule].name, "' can match nothing");
+    if (p.additional && nullable[*p.additional])
+      return fail("permutation member '", g.rules[*p.additional].name, "' can match nothing");
+  }
+
+  // Left calls: rule -> the rules it may call before consuming a byte.
+  std::vector<std::vector<RuleId>> left_calls(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r)
+    for (const Sequence& alternative : g.rules[r].alternatives)
+      for (const Item& item : alternative) {
+        if (item.kind == ItemKind::rule) left_calls[r].push_back(item.index);
+        if (item.kind == ItemKind::permutation) {
+          const Permutation& p = g.permutations[item.index];
+          for (const Permutation::Member& m : p.members) left_calls[r].push_back(m.rule);
+          if (p.additional) left_calls[r].push_back(*p.additional);
+        }
+        if (!item_nullable(item)) break;
+      }
+  // A cycle in left calls is left recursion: depth-first search with colours.
+  std::vector<uint8_t> colour(g.rules.size(), 0);  // 0 new, 1 on the path, 2 done
+  std::vector<RuleId> path;
+  std::string cycle;
+  const std::function<bool(RuleId)> visit = [&](RuleId r) {
+    colour[r] = 1;
+    path.push_back(r);
+    for (RuleId next : left_calls[r]) {
+      if (colour[next] == 1) {
+        auto start = std::find(path.begin(), path.end(), next);
+        for (auto it = start; it != path.end(); ++it) cycle += g.rules[*it].name + " -> ";
+        cycle += g.rules[next].name;
+        return true;
+      }
+      if (colour[next] == 0 && visit(next)) return true;
+    }
+    path.pop_back();
+    colour[r] = 2;
+    return false;
+  };
+  for (size_t r = 0; r < g.rules.size(); ++r)
+    if (colour[r] == 0 && visit(RuleId(r)))
+      return fail("the grammar is left recursive (", cycle, " before any character): rewrite it with repetition");
+  return {};
+}
+
+}  // namespace kipp::grammar

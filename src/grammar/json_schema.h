@@ -1,0 +1,86 @@
+// JSON Schema (draft 2020-12, 2019-09 and draft-07; drafts 04 and 06 read as draft-07) compiled
+// into the grammar form of grammar/grammar.h: exact, or refused.
+//
+// The contract. Let L be the language of the grammar and C(x) the compact serialization of an
+// instance x (no whitespace; members and items in the instance's order; numbers as written;
+// strings with only ", \ and control characters escaped: \b \f \n \r \t, others as \u00xx).
+//   (1) every text in L parses to an instance that the schema accepts;
+//   (2) C(x) is in L for every instance x that the schema accepts.
+// What cannot be enforced so is refused with an error "keyword '<k>' at <pointer>: <reason>",
+// <pointer> being the JSON pointer of the keyword itself (parse it with parse_refusal); with
+// strict = false it is left out instead and listed, and then only (1) may fail, and only through
+// the listed keywords. A $ref that resolves to nothing (a broken schema, or a document that
+// load_document does not have) is refused whatever `strict` says. The grammar accepts more
+// spellings than C: whitespace between tokens and around the value (at most max_whitespace
+// characters in a row), \/ for /, and \u00XX in either case for control characters. Known
+// limits of (2), kept because a grammar cannot do better:
+//   * numbers in exponent form (1e2, 2.5E-3) are accepted only where no bound other than 0, no
+//     multipleOf and no const or enum applies; an integer in exponent form only as
+//     digits[.0...]e[+]digits. Elsewhere a valid instance must be written without an exponent;
+//   * characters other than control characters are accepted raw only, never as \uXXXX escapes;
+//   * a number in the schema that nlohmann parsed as a double of magnitude 2^53 or more may have
+//     been rounded, so a bound, const or multipleOf of that kind is refused;
+//   * duplicate keys cannot be told apart from distinct ones by a grammar: two additional members
+//     with the same key count twice towards minProperties.
+// Enforced: type, enum, const, properties, required, additionalProperties, patternProperties
+// beside additionalProperties: false (one schema for all patterns, no named key matching one),
+// min/maxProperties, prefixItems/items/additionalItems, min/maxItems, min/maxLength, pattern,
+// format (compile_format), the numeric bounds, multipleOf (as a digit automaton), allOf and $ref
+// (merged: each subschema keeps its own additionalProperties), anyOf, oneOf with provably disjoint
+// branches, not of types, unevaluatedProperties/Items where nothing but the merged subschemas
+// evaluates, $defs, anchors, $id, remote documents (load_document), boolean schemas. Refused:
+// if/then/else, contains, uniqueItems, dependencies, dependentRequired/Schemas, propertyNames,
+// other negations, $dynamicRef, $recursiveRef, pattern or format beside lengths, unknown $schema.
+// Drafts 04 and 06 are read as draft-07 (with `id` and boolean exclusive bounds for draft-04);
+// `const` is enforced in draft-04 too, as ajv does.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+#include "util/error.h"
+
+namespace kipp::grammar {
+
+enum class SchemaDraft { draft4, draft6, draft7, draft2019_09, draft2020_12 };
+
+struct SchemaOptions {
+  bool strict = true;           // false: what cannot be enforced is left out and listed, not refused
+  bool assert_formats = true;   // `format` enforced (2020-12 makes it an annotation by default)
+  uint32_t max_whitespace = 16;  // longest run of whitespace allowed between tokens (0 = compact only)
+  SchemaDraft default_draft = SchemaDraft::draft2020_12;  // for a schema without $schema
+  // Documents referenced by an absolute URI ($ref to another document); empty = refuse such refs.
+  std::function<std::optional<nlohmann::json>(std::string_view uri)> load_document;
+};
+
+// A keyword left out (strict = false). pointer: its JSON pointer, e.g. "/properties/tags/uniqueItems"
+// (prefixed by "<uri>#" for a keyword of another document).
+struct Unenforced {
+  std::string keyword;
+  std::string pointer;
+  bool operator==(const Unenforced&) const = default;
+};
+
+struct CompiledSchema {
+  Grammar grammar;
+  std::vector<Unenforced> unenforced;
+};
+
+// A schema that no value meets (false, an empty enum...) has no grammar: the matcher needs a
+// sentence to lead to. compile_json_schema then fails with this message.
+inline constexpr std::string_view kSchemaAcceptsNothing = "the schema accepts no value at all";
+
+Result<CompiledSchema> compile_json_schema(const nlohmann::json& schema, const SchemaOptions& options = {});
+
+// The keyword and pointer of a refusal message "keyword '<k>' at <pointer>: <reason>"; nullopt for
+// any other error (an invalid document, a grammar over the size limit).
+std::optional<Unenforced> parse_refusal(std::string_view message);
+
+}  // namespace kipp::grammar

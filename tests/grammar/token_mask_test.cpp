@@ -1,0 +1,165 @@
+// Token sets over the real Qwen3 vocabulary, checked against the plainest possible reference:
+// every token's bytes fed to the matcher one at a time.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "engine/constraint_cache.h"
+#include "engine/token_constraint.h"
+#include "grammar/grammar.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
+#include "real_tokenizer.h"
+
+namespace kipp {
+namespace {
+
+using grammar::ByteSet;
+using grammar::GrammarBuilder;
+using grammar::RuleId;
+
+const Tokenizer& tokenizer() {
+  auto t = testing::real_tokenizer();
+  EXPECT_TRUE(t.ok()) << t.error().message;
+  return *t.value();
+}
+
+// root ::= "[" item ("," " "? item)* "]" ; item ::= [0-9]+ | "\"" [^"\\]* "\""
+grammar::Grammar list_grammar() {
+  GrammarBuilder b;
+  const RuleId digits = b.repeat("digits", b.bytes(ByteSet::range('0', '9')), 1, GrammarBuilder::kUnbounded);
+  const RuleId text_char = b.utf8_class("text-char", {{'"', '"'}, {'\\', '\\'}, {0, 0x1F}}, true);
+  const RuleId text = b.repeat("text", GrammarBuilder::call(text_char), 0, GrammarBuilder::kUnbounded);
+  const grammar::Item quote = b.bytes(ByteSet::of('"'));
+  const RuleId item = b.add("item", {{GrammarBuilder::call(digits)}, {quote, GrammarBuilder::call(text), quote}});
+  const RuleId space = b.add("space", {b.literal(" "), {}});
+  const RuleId more = b.repeat("more", b.call(b.add("next", {{b.bytes(ByteSet::of(',')), GrammarBuilder::call(space), GrammarBuilder::call(item)}})),
+                               0, GrammarBuilder::kUnbounded);
+  const RuleId root = b.add("root", {{b.bytes(ByteSet::of('[')), GrammarBuilder::call(item), GrammarBuilder::call(more),
+                                      b.bytes(ByteSet::of(']'))}});
+  return std::move(b).finish(root).value();
+}
+
+TEST(TokenTrie, HoldsEveryNormalTokenOnceInDepthFirstOrder) {
+  const Tokenizer& t = tokenizer();
+  auto trie = constrained_vocabulary(t);
+  size_t normal = 0;
+  for (uint32_t id = 0; id < t.vocab_size(); ++id) normal += t.is_normal(id);
+  EXPECT_EQ(trie->token_count(), normal);
+  EXPECT_GT(normal, 150000u);
+  // Spell each node's path again from the depth-first order; tokens must match their bytes.
+  std::vector<bool> seen(t.vocab_size(), false);
+  std::string path;
+  const auto& nodes = trie->nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ASSERT_GE(nodes[i].depth, 1u);
+    ASSERT_LE(size_t(nodes[i].depth), path.size() + 1);
+    path.resize(nodes[i].depth - 1);
+    path += char(nodes[i].byte);
+    ASSERT_GT(nodes[i].subtree_end, i);
+    for (uint32_t k = nodes[i].tokens_begin; k < nodes[i].tokens_end; ++k) {
+      const uint32_t id = trie->token_ids()[k];
+      EXPECT_EQ(t.token_bytes(id), path) << id;
+      EXPECT_FALSE(seen[id]);
+      seen[id] = true;
+    }
+  }
+}
+
+TEST(TokenMasks, EqualTokenByTokenReference) {
+  const Tokenizer& t = tokenizer();
+  auto automaton = grammar::Automaton::create(list_grammar()).value();
+  grammar::TokenMasks masks(automaton, constrained_vocabulary(t));
+  // States along a sentence, including ones inside a string and after a partial UTF-8 character.
+  const std::string text = "[12, \"h\xc3\xa9llo\",3,\"";
+  grammar::StateId state = automaton->start();
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    if (cut > 0) state = automaton->next(state, uint8_t(text[cut - 1])).value();
+    ASSERT_NE(state, grammar::kDeadState);
+    if (cut % 3 != 0 && cut != text.size()) continue;  // a sample of positions keeps the test quick
+    auto set = masks.allowed(state);
+    ASSERT_TRUE(set.ok()) << set.error().message;
+    size_t expected = 0;
+    for (uint32_t id = 0; id < t.vocab_size(); ++id) {
+      bool allowed = false;
+      if (t.is_normal(id)) allowed = masks.after(state, t.token_bytes(id)).value() != grammar::kDeadState;
+      expected += allowed;
+      ASSERT_EQ(set.value()->has(id), allowed) << "after " << cut << " bytes, token " << id << " '" << t.token_bytes(id) << "'";
+    }
+    EXPECT_EQ(set.value()->count(), expected);
+    EXPECT_GT(expected, 0u);
+  }
+  // The same state again is a lookup, not a walk.
+  const uint64_t walks = masks.walks();
+  ASSERT_TRUE(masks.allowed(state).ok());
+  EXPECT_EQ(masks.walks(), walks);
+}
+
+// Random walks: always a token from the allowed set; the set never empties before the text is a
+// sentence, and the stop token is offered exactly when it is one.
+TEST(TokenConstraint, RandomWalksEndInSentences) {
+  const Tokenizer& t = tokenizer();
+  ConstraintCache cache(t);
+  auto masks = cache.masks_for(list_grammar()).value();
+  const ThinkTokens think = find_think_tokens(t).value();
+  const std::vector<uint32_t> stop = {151645};
+  std::mt19937 random(7);
+  for (int walk = 0; walk < 40; ++walk) {
+    TokenConstraint constraint(masks, ConstraintStart::at_once, stop, think);
+    std::string text;
+    for (int step = 0; step < 400; ++step) {
+      const AllowedTokens* allowed = constraint.allowed().value();
+      ASSERT_NE(allowed, nullptr);
+      ASSERT_GT(allowed->count(), 0u) << text;
+      const bool complete = grammar::check_text(masks->automaton(), text).value().complete;
+      EXPECT_EQ(allowed->has(stop[0]), complete) << text;
+      std::vector<uint32_t> choices;
+      if (allowed->set)
+        for (uint32_t id = 0; id < t.vocab_size(); ++id)
+          if (allowed->set->has(id)) choices.push_back(id);
+      // Prefer ending once possible, now and then, so walks finish.
+      if (complete && (choices.empty() || random() % 4 == 0)) break;
+      const uint32_t token = choices[random() % choices.size()];
+      ASSERT_TRUE(constraint.accept(token, t.token_bytes(token)).ok());
+      text += t.token_bytes(token);
+      ASSERT_TRUE(grammar::check_text(masks->automaton(), text).value().prefix) << text;
+    }
+  }
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
+  const Tokenizer& t = tokenizer();
+  ConstraintCache cache(t);
+  auto masks = cache.masks_for(list_grammar()).value();
+  const ThinkTokens think = find_think_tokens(t).value();
+  EXPECT_EQ(think.open, 151667u);
+  EXPECT_EQ(think.close, 151668u);
+  const std::vector<uint32_t> stop = {151645};
+  const uint32_t hello = t.encode("Hello").value()[0];
+  const uint32_t bracket = t.encode("[").value()[0];
+
+  TokenConstraint hybrid(masks, ConstraintStart::maybe_think, stop, think);
+  const AllowedTokens* first = hybrid.allowed().value();
+  EXPECT_TRUE(first->has(think.open));
+  EXPECT_TRUE(first->has(bracket));
+  EXPECT_FALSE(first->has(hello));
+  ASSERT_TRUE(hybrid.accept(think.open, t.token_bytes(think.open)).ok());
+  EXPECT_EQ(hybrid.allowed().value(), nullptr);  // free reasoning
+  ASSERT_TRUE(hybrid.accept(hello, "Hello").ok());
+  ASSERT_TRUE(hybrid.accept(think.close, t.token_bytes(think.close)).ok());
+  EXPECT_TRUE(hybrid.constraining());
+  EXPECT_FALSE(hybrid.allowed().value()->has(hello));
+  EXPECT_FALSE(hybrid.accept(hello, "Hello").ok());
+
+  TokenConstraint direct(masks, ConstraintStart::maybe_think, stop, think);
+  ASSERT_TRUE(direct.accept(bracket, "[").ok());
+  EXPECT_FALSE(direct.allowed().value()->has(think.open));
+
+  TokenConstraint after(masks, ConstraintStart::after_think, stop, think);
+  EXPECT_EQ(after.allowed().value(), nullptr);
+  EXPECT_TRUE(after.accept(stop[0], t.token_bytes(stop[0])).ok());  // the model may stop while reasoning
+}
+
+}  // namespace
+}  // namespace kipp
