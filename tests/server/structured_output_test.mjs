@@ -3,7 +3,7 @@
 // logprobs of the constrained distribution, llama.cpp's `json_schema` and `grammar` fields, and
 // refusals before any byte of a stream. Answers are validated by ajv, the reference validator.
 //
-//   node structured_output_test.mjs KIPP INSTRUCT_MODEL
+//   node structured_output_test.mjs KIPP INSTRUCT_MODEL THINKING_2507_MODEL
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
@@ -14,9 +14,9 @@ import { startServer } from './server_process.mjs';
 const require = createRequire(import.meta.url);
 const Ajv2020 = require('ajv/dist/2020').default;
 
-const [kipp, instructModel] = process.argv.slice(2);
-if (!instructModel) {
-  console.error('usage: structured_output_test.mjs KIPP INSTRUCT_MODEL');
+const [kipp, instructModel, thinkingModel] = process.argv.slice(2);
+if (!thinkingModel) {
+  console.error('usage: structured_output_test.mjs KIPP INSTRUCT_MODEL THINKING_2507_MODEL');
   process.exit(2);
 }
 const MODEL = 'kipp-test/qwen3-tiny';
@@ -206,5 +206,37 @@ describe('structured output', () => {
     const plain = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 5, seed: 1,
       response_format: { type: 'text' }, ...NO_THINKING });
     assert.equal(plain.choices.length, 1);
+  });
+});
+
+// A thinking-2507 checkpoint's prompt opens <think>: the reasoning is free, and the constraint
+// starts after </think>. logit_bias on </think> (151668) makes the model close it at once: the
+// answer after it follows the schema; without it, the random weights reason on to max_tokens.
+describe('structured output after thinking', () => {
+  let server, client;
+  before(async () => {
+    server = await startServer(kipp, thinkingModel);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+  const format = { type: 'json_schema', json_schema: { name: 'yn', strict: true, schema: { enum: ['yes', 'no'] } } };
+
+  test('the reasoning is free and the answer after </think> follows the schema', async () => {
+    const closed = await client.chat.completions.create({
+      model: 'kipp-test/qwen3-tiny-thinking-2507', messages, max_tokens: 40, seed: 1, temperature: 1,
+      logit_bias: { 151668: 100 }, response_format: format,
+    });
+    const choice = closed.choices[0];
+    assert.equal(choice.finish_reason, 'stop');
+    assert.ok(['yes', 'no'].includes(JSON.parse(choice.message.content)), choice.message.content);
+    const free = await client.chat.completions.create({
+      model: 'kipp-test/qwen3-tiny-thinking-2507', messages, max_tokens: 20, seed: 1, temperature: 1,
+      response_format: format,
+    });
+    assert.equal(free.choices[0].finish_reason, 'length');
+    assert.ok(free.choices[0].message.reasoning_content.length > 0, 'the reasoning was not free');
+    assert.equal(free.choices[0].message.content, '');
   });
 });
