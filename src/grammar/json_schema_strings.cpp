@@ -6,8 +6,6 @@ namespace kipp::grammar {
 
 namespace {
 
-constexpr uint32_t kMaxCodePoint = 0x10FFFF;
-
 bool contains(const CodePointRanges& set, uint32_t code_point) {
   auto after = std::upper_bound(set.begin(), set.end(), std::pair{code_point, UINT32_MAX});
   return after != set.begin() && std::prev(after)->second >= code_point;
