@@ -8,18 +8,17 @@ namespace kipp::grammar {
 TokenTrie TokenTrie::build(uint32_t vocab, const std::function<std::string_view(uint32_t)>& spelling) {
   TokenTrie trie;
   trie.vocab_ = vocab;
-  std::vector<uint32_t> ids;
+  std::vector<std::pair<std::string_view, uint32_t>> spelled;  // spelling, id
   for (uint32_t id = 0; id < vocab; ++id) {
     const std::string_view text = spelling(id);
-    if (!text.empty() && text.size() <= std::numeric_limits<uint16_t>::max()) ids.push_back(id);
+    if (!text.empty() && text.size() <= std::numeric_limits<uint16_t>::max()) spelled.push_back({text, id});
   }
   // Sorted spellings are the trie's depth-first order: each token adds the nodes past its common
-  // prefix with the one before.
-  std::stable_sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) { return spelling(a) < spelling(b); });
+  // prefix with the one before. (Equal spellings, were there any, stay in id order.)
+  std::sort(spelled.begin(), spelled.end());
   std::vector<uint32_t> path;  // node index at each depth - 1 of the previous token
   std::string_view previous;
-  for (uint32_t id : ids) {
-    const std::string_view text = spelling(id);
+  for (const auto& [text, id] : spelled) {
     size_t common = 0;
     while (common < previous.size() && common < text.size() && previous[common] == text[common]) ++common;
     for (size_t depth = path.size(); depth > common; --depth)  // close the nodes left behind
