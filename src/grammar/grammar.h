@@ -122,7 +122,6 @@ class GrammarBuilder {
   static constexpr uint32_t kUnbounded = UINT32_MAX;
 
   const std::string& name_of(RuleId rule) const { return grammar_.rules[rule].name; }
-  size_t rule_count() const { return grammar_.rules.size(); }
 
   // The grammar with `root`, after check().
   Result<Grammar> finish(RuleId root) &&;

@@ -265,8 +265,6 @@ bool Automaton::continues(StateId state) const { return !states_[state].tops.emp
 
 size_t Automaton::state_count() const { return states_.size(); }
 
-size_t Automaton::node_count() const { return nodes_.size(); }
-
 Result<TextCheck> check_text(Automaton& automaton, std::string_view text) {
   TextCheck result;
   StateId state = automaton.start();

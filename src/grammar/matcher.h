@@ -53,7 +53,6 @@ class Automaton {
   // True when some byte can follow.
   bool continues(StateId state) const;
   size_t state_count() const;
-  size_t node_count() const;
 
   static constexpr size_t kMaxNodes = 4'000'000;
   static constexpr size_t kMaxStates = 200'000;  // 1 KiB of transitions each

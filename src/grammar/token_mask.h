@@ -49,7 +49,6 @@ class TokenMasks {
 
   Automaton& automaton() { return *automaton_; }
   const TokenTrie& trie() const { return *trie_; }
-  size_t cached_sets() const { return cache_.size(); }
   uint64_t walks() const { return walks_; }
 
   // Each cached set holds vocab bits (19 KiB for Qwen3); past this many the cache starts over.
