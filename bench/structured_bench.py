@@ -58,7 +58,11 @@ def llama_run(args, schema):
         raise RuntimeError(f"llama-completion failed ({result.returncode}):\n{log[-2000:]}")
     # Its sampling time covers every sampled token: one after the prompt and one per decode run.
     runs = int(decode.group(2))
-    return 1e3 * runs / float(decode.group(1)), float(sampling.group(1)) / 1e3 / (runs + 1)
+    sampling_per_token = float(sampling.group(1)) / 1e3 / (runs + 1)
+    # Decode counts the whole step, as Kipp's does: the forward pass and the sampling (where the
+    # grammar runs).
+    eval_per_token = float(decode.group(1)) / 1e3 / runs
+    return 1 / (eval_per_token + sampling_per_token), sampling_per_token
 
 
 def main():

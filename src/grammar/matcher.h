@@ -46,8 +46,9 @@ class Automaton {
     if (known >= 0) return StateId(known);
     return compute_next(state, byte);
   }
-  // next() without the error path: the state, or -1 when it has not been computed yet.
-  int32_t known_next(StateId state, uint8_t byte) const { return (*states_[state].next)[byte]; }
+  // next() without the error path, for all 256 bytes: the state, or -1 when it has not been
+  // computed yet. The row stays where it is as the automaton grows; next() fills it in.
+  const int32_t* known_transitions(StateId state) const { return states_[state].next->data(); }
   // True when the text that led to `state` is a whole sentence.
   bool accepts(StateId state) const;
   // True when some byte can follow.

@@ -3,7 +3,7 @@
 namespace kipp::grammar {
 
 TokenMasks::TokenMasks(std::shared_ptr<Automaton> automaton, std::shared_ptr<const TokenTrie> trie)
-    : automaton_(std::move(automaton)), trie_(std::move(trie)), at_depth_(trie_->max_depth() + 1) {}
+    : automaton_(std::move(automaton)), trie_(std::move(trie)) {}
 
 Result<std::shared_ptr<const TokenSet>> TokenMasks::allowed(StateId state) {
   auto found = cache_.find(state);
@@ -18,24 +18,27 @@ Result<std::shared_ptr<const TokenSet>> TokenMasks::allowed(StateId state) {
 Result<TokenSet> TokenMasks::walk(StateId state) {
   ++walks_;
   TokenSet set(trie_->vocab());
-  const std::vector<TokenTrie::Node>& nodes = trie_->nodes();
-  const std::vector<uint32_t>& ids = trie_->token_ids();
-  at_depth_[0] = state;
-  for (uint32_t i = 0; i < nodes.size();) {
-    const TokenTrie::Node& node = nodes[i];
-    const StateId from = at_depth_[node.depth - 1];
-    const int32_t known = automaton_->known_next(from, node.byte);
-    StateId next = StateId(known);
-    if (known < 0) {
-      KIPP_ASSIGN(next, automaton_->next(from, node.byte));
+  const TokenTrie& trie = *trie_;
+  // Breadth first over the prefixes the grammar can read, from the root: a child whose byte leads
+  // to the dead state is refused with every token below it. Taken first in first out, the nodes
+  // come in increasing id order, so even a walk that allows most of the vocabulary reads the
+  // trie's arrays front to back.
+  std::vector<std::pair<TokenTrie::NodeId, StateId>>& pending = pending_;
+  pending.assign(1, {TokenTrie::kRoot, state});
+  for (size_t next_pending = 0; next_pending < pending.size(); ++next_pending) {
+    const auto [node, from] = pending[next_pending];
+    const int32_t* known_next = automaton_->known_transitions(from);
+    for (TokenTrie::NodeId child = trie.first_child(node), end = trie.children_end(node); child < end; ++child) {
+      const uint8_t byte = trie.byte(child);
+      const int32_t known = known_next[byte];
+      StateId next = StateId(known);
+      if (known < 0) {
+        KIPP_ASSIGN(next, automaton_->next(from, byte));
+      }
+      if (next == kDeadState) continue;
+      for (uint32_t id : trie.tokens(child)) set.add(id);
+      if (trie.first_child(child) != trie.children_end(child)) pending.push_back({child, next});
     }
-    if (next == kDeadState) {
-      i = node.subtree_end;
-      continue;
-    }
-    at_depth_[node.depth] = next;
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) set.add(ids[t]);
-    ++i;
   }
   return set;
 }

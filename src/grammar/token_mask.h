@@ -1,5 +1,5 @@
 // The tokens a grammar allows next: for a matcher state, every token whose whole spelling the
-// grammar can read from there. Found by one pass over the vocabulary trie (a refused byte skips
+// grammar can read from there. Found by one walk over the vocabulary trie (a refused byte skips
 // every token under it) and cached per state, so a state seen before costs a lookup: in a flat
 // schema the states repeat from the second object on, and in every schema inside long strings.
 #pragma once
@@ -60,7 +60,7 @@ class TokenMasks {
   std::shared_ptr<Automaton> automaton_;
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<StateId, std::shared_ptr<const TokenSet>> cache_;
-  std::vector<StateId> at_depth_;
+  std::vector<std::pair<TokenTrie::NodeId, StateId>> pending_;  // walk's scratch, kept to save allocations
   uint64_t walks_ = 0;
 };
 

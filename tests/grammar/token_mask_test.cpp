@@ -40,28 +40,35 @@ grammar::Grammar list_grammar() {
   return std::move(b).finish(root).value();
 }
 
-TEST(TokenTrie, HoldsEveryNormalTokenOnceInDepthFirstOrder) {
+TEST(TokenTrie, HoldsEveryNormalTokenOnceInBreadthFirstOrder) {
   const Tokenizer& t = tokenizer();
   auto trie = constrained_vocabulary(t);
   size_t normal = 0;
   for (uint32_t id = 0; id < t.vocab_size(); ++id) normal += t.is_normal(id);
   EXPECT_EQ(trie->token_count(), normal);
   EXPECT_GT(normal, 150000u);
-  // Spell each node's path again from the depth-first order; tokens must match their bytes.
-  std::vector<bool> seen(t.vocab_size(), false);
-  std::string path;
-  const auto& nodes = trie->nodes();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ASSERT_GE(nodes[i].depth, 1u);
-    ASSERT_LE(size_t(nodes[i].depth), path.size() + 1);
-    path.resize(nodes[i].depth - 1);
-    path += char(nodes[i].byte);
-    ASSERT_GT(nodes[i].subtree_end, i);
-    for (uint32_t k = nodes[i].tokens_begin; k < nodes[i].tokens_end; ++k) {
-      const uint32_t id = trie->token_ids()[k];
-      EXPECT_EQ(t.token_bytes(id), path) << id;
+  // Spell each node's path from its parent's; every token must match its bytes, and children must
+  // come after their parent, in increasing byte order, each node the child of exactly one parent.
+  std::vector<std::string> path(trie->node_count());
+  std::vector<bool> seen(t.vocab_size(), false), has_parent(trie->node_count(), false);
+  EXPECT_TRUE(trie->tokens(grammar::TokenTrie::kRoot).empty());
+  for (uint32_t node = 0; node < trie->node_count(); ++node) {
+    for (uint32_t child = trie->first_child(node); child < trie->children_end(node); ++child) {
+      ASSERT_GT(child, node);
+      ASSERT_FALSE(has_parent[child]);
+      has_parent[child] = true;
+      if (child > trie->first_child(node)) {
+        ASSERT_LT(trie->byte(child - 1), trie->byte(child));
+      }
+      path[child] = path[node] + char(trie->byte(child));
+    }
+    for (uint32_t id : trie->tokens(node)) {
+      EXPECT_EQ(t.token_bytes(id), path[node]) << id;
       EXPECT_FALSE(seen[id]);
       seen[id] = true;
+    }
+    if (node > 0) {
+      ASSERT_TRUE(has_parent[node]) << node;
     }
   }
 }
