@@ -96,14 +96,14 @@ class Chat {
 
   void reset() {
     messages_.clear();
-    if (!args_.system.empty()) messages_.push_back({"system", args_.system, std::nullopt});
+    if (!args_.system.empty()) messages_.push_back({"system", args_.system, std::nullopt, {}});
     session_.reset();
     cached_.clear();
   }
 
   // One user turn: the answer streamed to stdout, the reuse figures to stderr.
   Status turn(const std::string& text) {
-    messages_.push_back({"user", text, std::nullopt});
+    messages_.push_back({"user", text, std::nullopt, {}});
     ChatOptions options;
     options.enable_thinking = !args_.no_thinking;
     auto prompt_text = render_chat(c_.variant, messages_, options);
@@ -139,7 +139,7 @@ class Chat {
     cached_.resize(session_.length());
     std::string content = answer->text;
     if (c_.variant == Variant::thinking_2507) content = "<think>\n" + content;  // the prompt opened it
-    messages_.push_back({"assistant", content, std::nullopt});
+    messages_.push_back({"assistant", content, std::nullopt, {}});
     const GenerationTimings& t = answer->timings;
     std::fprintf(stderr, "[%zu prompt tokens reused, %u evaluated; %u generated at %.1f tok/s; %s]\n", reused,
                  t.prompt_tokens, t.generated_tokens,

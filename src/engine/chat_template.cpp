@@ -6,6 +6,13 @@ namespace kipp {
 namespace {
 
 constexpr std::string_view kThinkOpen = "<think>", kThinkClose = "</think>";
+constexpr std::string_view kToolsPreamble =
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>";
+constexpr std::string_view kToolsInstructions =
+    "\n</tools>\n\nFor each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}\n</tool_call><|im_end|>\n";
 
 // Python's str.lstrip('\n'), rstrip('\n') and strip('\n'), which the template uses.
 std::string_view lstrip_newlines(std::string_view s) {
@@ -53,11 +60,12 @@ Status check_messages(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) return fail("messages: the conversation is empty");
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
-    if (m.role == "tool") return fail("messages[", i, "]: tool messages are not supported");
-    if (m.role != "system" && m.role != "user" && m.role != "assistant")
-      return fail("messages[", i, "]: role '", m.role, "' is not supported (system, user or assistant)");
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool")
+      return fail("messages[", i, "]: role '", m.role, "' is not supported (system, user, assistant or tool)");
     if (m.reasoning_content && m.role != "assistant")
       return fail("messages[", i, "]: reasoning_content is only for assistant messages");
+    if (!m.tool_calls.empty() && m.role != "assistant")
+      return fail("messages[", i, "]: tool_calls are only for assistant messages");
   }
   return {};
 }
@@ -70,7 +78,15 @@ Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>&
   KIPP_TRY(check_messages(messages));
   const bool keeps_thinking = variant != Variant::instruct_2507;
   std::string out;
-  if (messages[0].role == "system") out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";
+  if (!options.tools.empty()) {
+    out += "<|im_start|>system\n";
+    if (messages[0].role == "system") out += messages[0].content + "\n\n";
+    out += kToolsPreamble;
+    for (const std::string& tool : options.tools) out += "\n" + tool;
+    out += kToolsInstructions;
+  } else if (messages[0].role == "system") {
+    out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";
+  }
   const size_t last_query = last_query_index(messages);
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
@@ -78,10 +94,14 @@ Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>&
       out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
     } else if (m.role == "assistant") {
       out += "<|im_start|>assistant\n";
+      // The answer as the template holds it after taking the thinking out: its emptiness decides
+      // whether the first tool call starts on a new line.
+      std::string_view answer = m.content;
       if (!keeps_thinking) {
         out += m.content;
       } else {
         const AssistantTurn turn = split_thinking(m);
+        answer = turn.content;
         const bool last = i + 1 == messages.size();
         if (i > last_query && (last || !turn.reasoning.empty())) {
           out += "<think>\n";
@@ -92,7 +112,16 @@ Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>&
           out += turn.content;
         }
       }
+      for (size_t c = 0; c < m.tool_calls.size(); ++c) {
+        if (c > 0 || !answer.empty()) out += "\n";
+        out += "<tool_call>\n{\"name\": \"" + m.tool_calls[c].name + "\", \"arguments\": " + m.tool_calls[c].arguments +
+               "}\n</tool_call>";
+      }
       out += "<|im_end|>\n";
+    } else if (m.role == "tool") {
+      if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+      out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+      if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
     }
   }
   if (options.add_generation_prompt) {

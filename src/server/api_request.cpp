@@ -13,7 +13,7 @@
 namespace kipp::server {
 namespace {
 
-using Json = nlohmann::json;
+using Json = nlohmann::ordered_json;  // the client's key order: the chat template prints tools as sent
 
 ApiError field_error(const std::string& field, const std::string& message) {
   return ApiError{400, field + ": " + message, field};
@@ -325,7 +325,7 @@ class Reader {
     } else {
       grammar::SchemaOptions options;
       options.strict = field.strict;
-      auto compiled = grammar::compile_json_schema(field.schema, options);
+      auto compiled = grammar::compile_json_schema(nlohmann::json(field.schema), options);
       if (!compiled) return field_error(field.field, compiled.error().message);
       structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
       structured.unenforced = std::move(compiled->unenforced);

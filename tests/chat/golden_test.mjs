@@ -193,10 +193,13 @@ if (conversations.length - skipped < 50) {
 
 // ---- Refusals: one line on stderr, exit status 1, nothing on stdout. ----
 const refusals = [
-  [model, [{ role: 'tool', content: 'x' }], 'tool messages are not supported'],
-  [model, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], 'must be a string'],
-  [model, [{ role: 'assistant', content: 'x', tool_calls: [{ id: '1' }] }], 'tool_calls are not supported'],
-  [model, [{ role: 'developer', content: 'x' }], "role 'developer' is not supported"],
+  [model, [{ role: 'function', content: 'x' }], "role 'function' is not supported"],
+  [model, [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }],
+   "content parts of type 'image_url' are not supported"],
+  [model, [{ role: 'user', content: 42 }], 'must be a string or an array of content parts'],
+  [model, [{ role: 'assistant', content: 'x', tool_calls: [{ id: '1' }] }], 'tool_calls[0].name: must be a string'],
+  [model, [{ role: 'user', content: 'x', tool_calls: [{ name: 'f', arguments: '{}' }] }],
+   'tool_calls are only for assistant messages'],
   [model, [{ content: 'no role' }], 'role must be a string'],
   [model, [], 'the conversation is empty'],
   [model, { not: 'messages' }, 'expected an array'],

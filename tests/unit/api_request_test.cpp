@@ -115,7 +115,7 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   ASSERT_TRUE(std::holds_alternative<ApiRequest>(llama_schema)) << std::get<ApiError>(llama_schema).message;
 
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object"},"grammar":"root ::= \"a\"")"),
-                     "response_format");  // keys are read in sorted order: the second names the clash
+                     "grammar");  // keys are read in the client's order: the second names the clash
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"yaml"})"), "response_format.type");
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object","schema":{}})"),
                      "response_format.schema");
@@ -180,7 +180,7 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   // S12: messages.
   for (const char* messages : {"null", "\"string\"", "[123]", "[{}]", R"([{"role":123,"content":"x"}])",
                                R"([{"role":"user","content":123}])", "[]",
-                               R"([{"role":"user","content":[{"type":"text","text":"x"}]}])",
+                               R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}])",
                                R"([{"role":"assistant","content":"x","tool_calls":[{}]}])"})
     expect_field_error(H, R"({"model":"m","messages":)" + std::string(messages) + "}", "messages");
   // S13: nesting 10k deep is refused before parsing.

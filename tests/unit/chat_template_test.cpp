@@ -9,12 +9,12 @@
 namespace kipp {
 namespace {
 
-ChatMessage user(std::string content) { return {"user", std::move(content), std::nullopt}; }
-ChatMessage bot(std::string content) { return {"assistant", std::move(content), std::nullopt}; }
+ChatMessage user(std::string content) { return {"user", std::move(content), std::nullopt, {}}; }
+ChatMessage bot(std::string content) { return {"assistant", std::move(content), std::nullopt, {}}; }
 
 std::string render(Variant variant, const std::vector<ChatMessage>& messages, bool generation = true,
                    bool thinking = true) {
-  auto out = render_chat(variant, messages, {generation, thinking});
+  auto out = render_chat(variant, messages, {generation, thinking, {}});
   EXPECT_TRUE(out) << out.error().message;
   return out ? *out : std::string();
 }
@@ -63,9 +63,10 @@ TEST(ChatTemplate, Thinking2507AlwaysOpensThinking) {
 TEST(ChatTemplate, RefusesWhatItCannotRender) {
   EXPECT_FALSE(render_chat(Variant::base, {user("Hi")}, {}));
   EXPECT_FALSE(render_chat(Variant::instruct, {}, {}));
-  EXPECT_FALSE(render_chat(Variant::instruct, {{"tool", "42", std::nullopt}}, {}));
-  EXPECT_FALSE(render_chat(Variant::instruct, {{"developer", "x", std::nullopt}}, {}));
-  EXPECT_FALSE(render_chat(Variant::instruct, {{"user", "x", std::string("thought")}}, {}));
+  EXPECT_FALSE(render_chat(Variant::instruct, {{"function", "42", std::nullopt, {}}}, {}));
+  EXPECT_FALSE(render_chat(Variant::instruct, {{"developer", "x", std::nullopt, {}}}, {}));  // parse_chat_messages maps it
+  EXPECT_FALSE(render_chat(Variant::instruct, {{"user", "x", std::string("thought"), {}}}, {}));
+  EXPECT_FALSE(render_chat(Variant::instruct, {{"user", "x", std::nullopt, {{"f", "{}"}}}}, {}));
 }
 
 }  // namespace
