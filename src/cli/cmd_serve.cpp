@@ -27,6 +27,7 @@ namespace {
 
 struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key;
+  std::vector<std::string> served_model_names;
   uint16_t port = 8080;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
@@ -66,7 +67,12 @@ Result<LoadedModel> load(const ServeArgs& args) {
   options.step_tokens = args.step_tokens;
   KIPP_ASSIGN(loaded.scheduler, Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
   server::ApiConfig config;
-  config.model_id = std::string(c.id);
+  // The operator's names first (responses use the first, as vLLM does), then the two every
+  // client may know the model by.
+  config.model_names = args.served_model_names;
+  for (std::string_view name : {c.id, c.repository})
+    if (std::find(config.model_names.begin(), config.model_names.end(), name) == config.model_names.end())
+      config.model_names.emplace_back(name);
   config.variant = c.variant;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
@@ -142,6 +148,9 @@ Command add_serve_command(CLI::App& app) {
   auto* sub = app.add_subcommand("serve", "Serve the OpenAI-compatible API (completions, chat, metrics)");
   auto args = std::make_shared<ServeArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
+  sub->add_option("--served-model-name", args->served_model_names,
+                  "A name requests may give as `model` (repeatable; responses use the first). The registry id and "
+                  "the Hugging Face repository are always accepted");
   sub->add_option("--host", args->host, "Address to bind (default 127.0.0.1: this machine only)");
   sub->add_option("--port", args->port, "Port (default 8080; 0 picks a free one)");
   sub->add_option("--kv-pool-mib", args->kv_pool_mib,

@@ -109,6 +109,10 @@ Result<std::vector<ChatTool>> parse_chat_tools(const Json& tools) {
       if (!function["parameters"].is_object()) return fail(where, ".function.parameters: must be a JSON Schema object");
       parsed.parameters = function["parameters"];
     }
+    if (function.contains("strict") && !function["strict"].is_null()) {
+      if (!function["strict"].is_boolean()) return fail(where, ".function.strict: must be true or false");
+      parsed.strict = function["strict"].get<bool>();
+    }
     parsed.line = python_json_dumps(tool);
     out.push_back(std::move(parsed));
   }

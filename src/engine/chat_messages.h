@@ -26,6 +26,7 @@ Result<std::vector<ChatMessage>> parse_chat_messages(const nlohmann::ordered_jso
 struct ChatTool {
   std::string name;
   nlohmann::ordered_json parameters;  // its JSON Schema; an empty object when not given
+  bool strict = false;                // function.strict: a forced call enforces the schema exactly or is refused
   std::string line;                   // the tool as the template prints it (python_json_dumps)
 };
 

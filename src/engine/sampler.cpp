@@ -36,6 +36,8 @@ Status validate(const SamplingParams& p, uint32_t vocab) {
     if (!in_range(b.bias, -100.0f, 100.0f))
       return fail("logit_bias for token ", b.token, " must be in [-100, 100], got ", b.bias);
   }
+  for (uint32_t id : p.banned)
+    if (id >= vocab) return fail("banned token ", id, " is outside the vocabulary (", vocab, " ids)");
   return {};
 }
 
@@ -85,6 +87,7 @@ void Sampler::adjust(std::span<const float> logits, const AllowedTokens* allowed
       if (id < vocab_) adjusted_[id] = logits[id];
   }
   for (const LogitBias& b : params_.logit_bias) adjusted_[b.token] += b.bias;
+  for (uint32_t id : params_.banned) adjusted_[id] = -INFINITY;
   for (size_t i = 0; i < recent_.size(); ++i) {
     const uint32_t token = recent_[i];
     if (std::find(recent_.begin(), recent_.begin() + i, token) != recent_.begin() + i) continue;  // once per token

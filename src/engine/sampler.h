@@ -46,6 +46,7 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // -2 .. 2
   float presence_penalty = 0.0f;    // -2 .. 2
   std::vector<LogitBias> logit_bias;
+  std::vector<uint32_t> banned;     // never sampled, whatever the logits (tool_choice "none": <tool_call>)
   uint64_t seed = 0;
   uint32_t penalty_window = 64;     // generated tokens the penalties look at
 

@@ -260,7 +260,7 @@ bool Scheduler::try_admit(Request& request) {
     masks = std::move(found).value();
   }
   for (auto& sequence : request.sequences) {
-    if (masks) sequence->constraint.emplace(masks, spec.grammar_start, stop_ids_, think_tokens_.value());
+    if (masks) sequence->constraint.emplace(masks, spec.grammar_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
     SamplingParams sampling = spec.sampling;
     sampling.seed += sequence->choice;
     auto sampler = Sampler::create(sampling, vocab_);
@@ -401,7 +401,7 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   if (is_stop_token) {
     finish = FinishReason::stop_token;
   } else {
-    KIPP_ASSIGN(const bool stopped, sequence.output->push(token, update.text));
+    KIPP_ASSIGN(const bool stopped, sequence.output->push(token, update.text, &update.added));
     if (stopped) finish = FinishReason::stop_string;
     if (request.spec.logprobs)
       update.tokens.push_back({update.text, logprobs_at_step(logits, token, request.spec.top_logprobs, allowed)});

@@ -29,6 +29,7 @@
 #include "engine/histogram.h"
 #include "engine/kv_block_pool.h"
 #include "engine/logprobs.h"
+#include "engine/output_text.h"
 #include "engine/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -53,6 +54,7 @@ struct ChoiceUpdate {
   uint32_t choice = 0;
   std::string text;
   std::vector<TokenReport> tokens;     // only when the request asked for logprobs
+  std::vector<AddedTokenMark> added;   // added tokens decoded with this update (offsets in the choice's text)
   std::optional<FinishReason> finish;  // set on the choice's last update
 };
 
@@ -79,6 +81,7 @@ struct CompletionRequest {
   // matcher on the scheduler thread, once per distinct grammar (ConstraintCache).
   std::shared_ptr<const grammar::Grammar> grammar;
   ConstraintStart grammar_start = ConstraintStart::at_once;
+  std::optional<TokenFrame> grammar_frame;  // forced tool calls: the grammar between <tool_call> tags
   // Both run on the scheduler thread and must not block; on_done runs exactly once, last.
   std::function<void(const ChoiceUpdate&)> on_update;
   std::function<void(const RequestReport&)> on_done;

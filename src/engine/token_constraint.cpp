@@ -22,59 +22,106 @@ ConstraintStart chat_constraint_start(Variant variant, bool enable_thinking) {
   }
 }
 
+Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without) {
+  KIPP_ASSIGN(const std::vector<TokenId> ids, tokenizer.encode(text));
+  if (ids.size() != 1 || tokenizer.is_normal(ids[0]))
+    return fail("the tokenizer has no single added token for ", text, ": ", without);
+  return ids[0];
+}
+
 Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer) {
+  constexpr std::string_view without = "thinking cannot be told apart from the answer";
   ThinkTokens think;
-  for (auto [text, id] : {std::pair{"<think>", &think.open}, std::pair{"</think>", &think.close}}) {
-    KIPP_ASSIGN(const std::vector<TokenId> ids, tokenizer.encode(text));
-    if (ids.size() != 1 || tokenizer.is_normal(ids[0]))
-      return fail("the tokenizer has no single added token for ", text, ": thinking cannot be told apart from the answer");
-    *id = ids[0];
-  }
+  KIPP_ASSIGN(think.open, find_added_token(tokenizer, "<think>", without));
+  KIPP_ASSIGN(think.close, find_added_token(tokenizer, "</think>", without));
   return think;
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
-                                 std::span<const uint32_t> stop_ids, ThinkTokens think)
+                                 std::span<const uint32_t> stop_ids, ThinkTokens think, std::optional<TokenFrame> frame)
     : masks_(std::move(masks)),
       stop_ids_(stop_ids.begin(), stop_ids.end()),
       think_(think),
-      phase_(start == ConstraintStart::at_once       ? Phase::grammar
+      frame_(frame),
+      phase_(start == ConstraintStart::at_once       ? grammar_entry()
              : start == ConstraintStart::after_think ? Phase::reasoning
                                                      : Phase::first_token),
       state_(masks_->automaton().start()) {}
 
-bool TokenConstraint::complete() const { return phase_ == Phase::grammar && masks_->automaton().accepts(state_); }
+bool TokenConstraint::complete() const {
+  if (frame_) return phase_ == Phase::after_frame;
+  return phase_ == Phase::grammar && masks_->automaton().accepts(state_);
+}
 
 Result<const AllowedTokens*> TokenConstraint::allowed() {
   if (phase_ == Phase::reasoning) return nullptr;
-  grammar::Automaton& automaton = masks_->automaton();
   allowed_.extra.clear();
   allowed_.set = nullptr;
+  switch (phase_) {
+    case Phase::first_token:
+      allowed_.extra.push_back(think_.open);
+      if (frame_) {
+        allowed_.extra.push_back(frame_->open);
+        return &allowed_;
+      }
+      break;  // and the grammar's first tokens
+    case Phase::frame_open:
+      allowed_.extra.push_back(frame_->open);
+      return &allowed_;
+    case Phase::after_frame:
+      allowed_.extra = stop_ids_;
+      if (frame_->repeats) allowed_.extra.push_back(frame_->open);
+      return &allowed_;
+    case Phase::reasoning:
+    case Phase::grammar:
+      break;
+  }
+  grammar::Automaton& automaton = masks_->automaton();
   if (automaton.continues(state_)) {
     KIPP_ASSIGN(allowed_.set, masks_->allowed(state_));
   }
-  if (automaton.accepts(state_)) allowed_.extra = stop_ids_;
-  if (phase_ == Phase::first_token) allowed_.extra.push_back(think_.open);
+  if (automaton.accepts(state_)) {
+    if (frame_)
+      allowed_.extra.push_back(frame_->close);
+    else
+      allowed_.extra.insert(allowed_.extra.end(), stop_ids_.begin(), stop_ids_.end());
+  }
   return &allowed_;
 }
 
 Status TokenConstraint::accept(uint32_t token, std::string_view bytes) {
+  const auto is_stop = [&] { return std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end(); };
   switch (phase_) {
     case Phase::reasoning:
-      if (token == think_.close) phase_ = Phase::grammar;
+      if (token == think_.close) phase_ = grammar_entry();
       return {};
     case Phase::first_token:
-      phase_ = Phase::grammar;
       if (token == think_.open) {
         phase_ = Phase::reasoning;
         return {};
       }
-      break;
+      phase_ = grammar_entry();
+      return accept(token, bytes);
+    case Phase::frame_open:
+      if (token != frame_->open) return fail("token ", token, " is not the call's opening token");
+      phase_ = Phase::grammar;
+      state_ = masks_->automaton().start();
+      return {};
+    case Phase::after_frame:
+      if (is_stop()) return {};
+      if (frame_->repeats && token == frame_->open) {
+        phase_ = Phase::grammar;
+        state_ = masks_->automaton().start();
+        return {};
+      }
+      return fail("token ", token, " follows a closed call");
     case Phase::grammar:
       break;
   }
-  if (std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) {
+  const bool ends = frame_ ? token == frame_->close : is_stop();
+  if (ends) {
     if (!masks_->automaton().accepts(state_)) return fail("token ", token, " ended the answer before the grammar's text was whole");
+    if (frame_) phase_ = Phase::after_frame;
     return {};
   }
   KIPP_ASSIGN(const std::shared_ptr<const grammar::TokenSet> tokens, masks_->allowed(state_));

@@ -9,10 +9,16 @@
 // While the grammar runs, its tokens are allowed, plus the stop tokens once the text is a whole
 // sentence (only they, when nothing can follow). Added tokens (<think>, <tool_call>, ...) are
 // never part of constrained text.
+//
+// A frame puts the grammar between two added tokens (a forced tool call: <tool_call>, the call's
+// JSON, </tool_call>): the open token is the only one allowed where the grammar would start, the
+// close token takes the stop tokens' place at the sentence's end, and after it come the stop
+// tokens, or, when the frame repeats (parallel calls), another open token and a fresh sentence.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -46,11 +52,21 @@ struct ThinkTokens {
 };
 // Looks them up in the tokenizer; an error when it has no such single tokens.
 Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer);
+// The id of the added token spelled `text`; an error, saying what cannot be done without it
+// (`without`), when the tokenizer has no such single added token.
+Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without);
+
+struct TokenFrame {
+  uint32_t open = 0;
+  uint32_t close = 0;
+  bool repeats = false;  // another framed sentence may follow the close token
+};
 
 class TokenConstraint {
  public:
   TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
-                  std::span<const uint32_t> stop_ids, ThinkTokens think);
+                  std::span<const uint32_t> stop_ids, ThinkTokens think,
+                  std::optional<TokenFrame> frame = std::nullopt);
 
   // The tokens allowed next, or null while the reasoning runs free. Valid until the next call.
   Result<const AllowedTokens*> allowed();
@@ -59,15 +75,18 @@ class TokenConstraint {
   Status accept(uint32_t token, std::string_view bytes);
 
   bool constraining() const { return phase_ == Phase::grammar; }
-  // The grammar's text so far is a whole sentence.
+  // The grammar's text so far is a whole sentence (and, framed, closed).
   bool complete() const;
 
  private:
-  enum class Phase { first_token, reasoning, grammar };
+  enum class Phase { first_token, reasoning, frame_open, grammar, after_frame };
+  // Where the grammar's part begins: at its open token when framed.
+  Phase grammar_entry() const { return frame_ ? Phase::frame_open : Phase::grammar; }
 
   std::shared_ptr<grammar::TokenMasks> masks_;
   std::vector<uint32_t> stop_ids_;
   ThinkTokens think_;
+  std::optional<TokenFrame> frame_;
   Phase phase_;
   grammar::StateId state_;
   AllowedTokens allowed_;

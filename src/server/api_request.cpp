@@ -53,13 +53,15 @@ std::variant<float, ApiError> real_number(const Json& value, const std::string& 
   return float(number);
 }
 
-// OpenAI fields that do nothing Kipp could do differently: accepted, ignored.
-const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store", "service_tier"};
+// OpenAI fields that cannot change the output here (bookkeeping, routing and caching hints for
+// OpenAI's own service): accepted, ignored. docs/SERVER.md's field table lists every field.
+const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store", "service_tier", "prompt_cache_key",
+                                                     "safety_identifier"};
 
 // OpenAI fields Kipp does not implement, for either endpoint.
 const std::set<std::string, std::less<>> kUnsupported = {
-    "echo",       "best_of",          "suffix",         "tools",       "tool_choice",         "functions",
-    "function_call", "parallel_tool_calls", "prediction", "modalities", "audio",
+    "echo",       "best_of",          "suffix",         "functions",
+    "function_call", "prediction", "audio",
     "reasoning_effort", "web_search_options", "logprobs_format", "verbosity", "stream_format"};
 
 class Reader {
@@ -83,6 +85,7 @@ class Reader {
       return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
+    if (auto error = check_tool_choice()) return error;
     return compile_structured();
   }
 
@@ -143,6 +146,18 @@ class Reader {
       return assign_whole(key, value, 0, 20, [&](int64_t v) { out_.top_logprobs = uint32_t(v); });
     } else if (key == "chat_template_kwargs" && chat) {
       return read_template_kwargs(value);
+    } else if (key == "tools" && chat) {
+      auto tools = parse_chat_tools(value);
+      if (!tools) return field_error(key, tools.error().message);
+      out_.tools = std::move(*tools);
+    } else if (key == "tool_choice" && chat) {
+      return read_tool_choice(value);
+    } else if (key == "parallel_tool_calls" && chat) {
+      if (!value.is_boolean()) return field_error(key, "must be true or false");
+      out_.parallel_tool_calls = value.get<bool>();
+    } else if (key == "modalities" && chat) {
+      // ["text"] is what these checkpoints do anyway; audio output would change the answer.
+      if (value != Json::array({"text"})) return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
     } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
       return read_structured(key, value);
     } else if (kUnsupported.count(key)) {
@@ -231,6 +246,51 @@ class Reader {
     return std::nullopt;
   }
 
+  std::optional<ApiError> read_tool_choice(const Json& value) {
+    if (value.is_string()) {
+      const std::string choice = value.get<std::string>();
+      if (choice == "auto") out_.tool_choice = ToolChoice::automatic;
+      else if (choice == "none") out_.tool_choice = ToolChoice::none;
+      else if (choice == "required") out_.tool_choice = ToolChoice::required;
+      else return field_error("tool_choice", "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+      return std::nullopt;
+    }
+    if (!value.is_object() || value.value("type", Json()) != "function" || !value.contains("function") ||
+        !value["function"].is_object() || !value["function"].contains("name") || !value["function"]["name"].is_string())
+      return field_error("tool_choice", "a named choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    out_.tool_choice = ToolChoice::named;
+    out_.tool_choice_name = value["function"]["name"].get<std::string>();
+    return std::nullopt;
+  }
+
+  // A forced call (required, or a named function) is a grammar over the call's JSON, as the chat
+  // template shows calls: {"name": ..., "arguments": {...}}, one alternative per function offered.
+  std::optional<ApiError> check_tool_choice() {
+    const ToolChoice choice = out_.tool_choice;
+    if (choice != ToolChoice::required && choice != ToolChoice::named) return std::nullopt;
+    if (out_.tools.empty()) return field_error("tool_choice", "forces a call, but the request offers no tools");
+    Json alternatives = Json::array();
+    bool strict = true;
+    for (const ChatTool& tool : out_.tools) {
+      if (choice == ToolChoice::named && tool.name != out_.tool_choice_name) continue;
+      Json arguments = tool.parameters.empty() ? Json{{"type", "object"}} : tool.parameters;
+      alternatives.push_back({{"type", "object"},
+                              {"properties", {{"name", {{"const", tool.name}}}, {"arguments", std::move(arguments)}}},
+                              {"required", {"name", "arguments"}},
+                              {"additionalProperties", false}});
+      strict = strict && tool.strict;
+    }
+    if (alternatives.empty())
+      return field_error("tool_choice", "names the function '" + out_.tool_choice_name + "', which tools does not offer");
+    if (structured_field_)
+      return field_error("tool_choice", "a forced call and " + structured_field_->field + " cannot both shape the answer");
+    StructuredField field{"tool_choice", StructuredField::Kind::json_schema,
+                          alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", alternatives}}, "", strict};
+    field.tool_call = true;
+    structured_field_ = std::move(field);
+    return std::nullopt;
+  }
+
   std::optional<ApiError> read_stream_options(const Json& value) {
     if (!value.is_object()) return field_error("stream_options", "must be an object");
     for (const auto& [key, option] : value.items()) {
@@ -259,6 +319,7 @@ class Reader {
     Json schema;
     std::string gbnf;
     bool strict = true;
+    bool tool_call = false;  // tool_choice's forced call
   };
 
   std::optional<ApiError> read_structured(const std::string& key, const Json& value) {
@@ -318,6 +379,7 @@ class Reader {
     const StructuredField& field = *structured_field_;
     StructuredOutput structured;
     structured.field = field.field;
+    structured.tool_call = field.tool_call;
     if (field.kind == StructuredField::Kind::gbnf) {
       auto compiled = grammar::compile_gbnf(field.gbnf);
       if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/chat_messages.h"
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
@@ -49,10 +50,17 @@ struct ApiLimits {
 
 // The constraint a request asked for, compiled.
 struct StructuredOutput {
-  std::string field;  // the request field that asked: response_format, json_schema or grammar
+  std::string field;  // the request field that asked: response_format, json_schema, grammar or tool_choice
   std::shared_ptr<const grammar::Grammar> grammar;
   std::vector<grammar::Unenforced> unenforced;  // what a json_schema with strict: false left out
+  // tool_choice "required" or a named function: the grammar is a call's JSON, framed by the
+  // <tool_call> tokens (several calls when parallel_tool_calls allows).
+  bool tool_call = false;
 };
+
+// tool_choice: "auto" (the model decides), "none" (no call can start), "required" (at least one
+// call), or {"type": "function", "function": {"name": ...}} (that function, once).
+enum class ToolChoice { automatic, none, required, named };
 
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
@@ -75,6 +83,11 @@ struct ApiRequest {
   bool logprobs = false;
   uint32_t top_logprobs = 0;   // completions: logprobs = N; chat: top_logprobs
   std::optional<StructuredOutput> structured;
+  // chat: the functions offered (rendered into the prompt), and how the answer may call them.
+  std::vector<ChatTool> tools;
+  ToolChoice tool_choice = ToolChoice::automatic;
+  std::string tool_choice_name;     // ToolChoice::named
+  bool parallel_tool_calls = true;  // false: at most one call is returned
 };
 
 // Parses and checks one request body for `endpoint`.

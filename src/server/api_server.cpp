@@ -4,6 +4,7 @@
 #include <random>
 
 #include "engine/reasoning_split.h"
+#include "engine/tool_calls.h"
 #include "server/api_response.h"
 
 namespace kipp::server {
@@ -37,14 +38,20 @@ ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) 
 // scheduler thread (updates, done) and, for start(), on the I/O thread; the mutex orders them.
 class Responder : public std::enable_shared_from_this<Responder> {
  public:
+  // `tool_tokens`: find tool calls in the answers (null when the request offers no tools, or
+  // tool_choice is "none"); `tool_counts` counts them for /metrics.
   Responder(ResponseHeader header, const ApiRequest& request, const Tokenizer& tokenizer,
-            std::shared_ptr<HttpExchange> exchange, ReasoningSplitter::Start thinking)
+            std::shared_ptr<HttpExchange> exchange, ReasoningSplitter::Start thinking,
+            const ToolCallTokens* tool_tokens, ToolCallCounts& tool_counts)
       : header_(std::move(header)),
         stream_(request.stream),
         include_usage_(request.include_usage),
         logprobs_(request.logprobs),
+        parallel_tool_calls_(request.parallel_tool_calls),
         tokenizer_(tokenizer),
-        exchange_(std::move(exchange)) {
+        exchange_(std::move(exchange)),
+        tool_counts_(tool_counts),
+        call_ids_(std::random_device{}()) {
     if (request.structured && !request.structured->unenforced.empty()) {
       unenforced_ = Json::array();
       std::string listed;
@@ -55,7 +62,10 @@ class Responder : public std::enable_shared_from_this<Responder> {
       headers_.push_back({"x-kipp-unenforced", listed});
     }
     choices_.reserve(request.n);
-    for (uint32_t i = 0; i < request.n; ++i) choices_.emplace_back(thinking);
+    for (uint32_t i = 0; i < request.n; ++i) {
+      choices_.emplace_back(thinking);
+      if (tool_tokens) choices_.back().extractor.emplace(*tool_tokens);
+    }
   }
 
   // Sends the stream's headers and whatever the scheduler produced before they went out.
@@ -72,7 +82,24 @@ class Responder : public std::enable_shared_from_this<Responder> {
     std::lock_guard lock(mutex_);
     Choice& choice = choices_[update.choice];
     std::string reasoning, content;
-    choice.splitter.push(update.text, reasoning, content);
+    ToolCallExtractor::Output found;
+    if (choice.extractor) {
+      choice.extractor->push(update.text, update.added, found);
+      if (update.finish) choice.extractor->finish(found);
+      tool_counts_.unparsed += found.unparsed;
+    } else {
+      found.text = update.text;
+    }
+    const size_t first_new_call = choice.calls.size();
+    for (ToolCall& call : found.calls) {
+      if (!parallel_tool_calls_ && !choice.calls.empty()) {
+        ++tool_counts_.dropped;  // parallel_tool_calls: false returns the first call only
+        continue;
+      }
+      ++tool_counts_.parsed;
+      choice.calls.push_back({new_call_id(), std::move(call)});
+    }
+    choice.splitter.push(found.text, reasoning, content);
     if (update.finish) {
       choice.splitter.finish(reasoning, content);
       choice.finish = *update.finish;
@@ -85,6 +112,8 @@ class Responder : public std::enable_shared_from_this<Responder> {
     choice.content += content;
     for (const TokenReport& token : update.tokens) choice.tokens.push_back(token);
     if (!stream_) return;
+    if (header_.endpoint == Endpoint::chat)
+      for (size_t k = first_new_call; k < choice.calls.size(); ++k) send_call(update.choice, choice, k);
     if (reasoning.empty() && content.empty() && update.tokens.empty()) return;  // a finish alone waits for done()
     Json chunk = response_envelope(header_, true);
     Json entry = {{"index", update.choice}, {"finish_reason", nullptr}};
@@ -121,7 +150,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
     if (stream_) {
       for (uint32_t i = 0; i < choices_.size(); ++i) {
         Json chunk = response_envelope(header_, true);
-        Json entry = {{"index", i}, {"finish_reason", finish_reason_text(choices_[i].finish)}, {"logprobs", nullptr}};
+        Json entry = {{"index", i}, {"finish_reason", choices_[i].finish_text()}, {"logprobs", nullptr}};
         if (header_.endpoint == Endpoint::chat)
           entry["delta"] = choices_[i].announced ? Json::object() : Json{{"role", "assistant"}, {"content", ""}};
         else
@@ -145,10 +174,18 @@ class Responder : public std::enable_shared_from_this<Responder> {
     Json body = response_envelope(header_, false);
     for (uint32_t i = 0; i < choices_.size(); ++i) {
       const Choice& choice = choices_[i];
-      Json entry = {{"index", i}, {"finish_reason", finish_reason_text(choice.finish)}};
+      Json entry = {{"index", i}, {"finish_reason", choice.finish_text()}};
       if (header_.endpoint == Endpoint::chat) {
-        Json message = {{"role", "assistant"}, {"content", choice.content}};
+        // A turn that only calls has no content: null, as OpenAI answers it.
+        Json message = {{"role", "assistant"},
+                        {"content", choice.content.empty() && !choice.calls.empty() ? Json(nullptr) : Json(choice.content)}};
         if (!choice.reasoning.empty()) message["reasoning_content"] = choice.reasoning;
+        if (!choice.calls.empty()) {
+          message["tool_calls"] = Json::array();
+          for (const IdentifiedCall& call : choice.calls)
+            message["tool_calls"].push_back({{"id", call.id}, {"type", "function"},
+                                             {"function", {{"name", call.call.name}, {"arguments", call.call.arguments}}}});
+        }
         entry["message"] = std::move(message);
         entry["logprobs"] = logprobs_ ? chat_logprobs_json(choice.tokens, tokenizer_) : Json(nullptr);
       } else {
@@ -164,15 +201,51 @@ class Responder : public std::enable_shared_from_this<Responder> {
   }
 
  private:
+  struct IdentifiedCall {
+    std::string id;
+    ToolCall call;
+  };
   struct Choice {
     explicit Choice(ReasoningSplitter::Start thinking) : splitter(thinking) {}
+    // "tool_calls" when the answer called and ended by itself; a cut answer stays "length".
+    const char* finish_text() const {
+      return !calls.empty() && finish != FinishReason::length ? "tool_calls" : finish_reason_text(finish);
+    }
     ReasoningSplitter splitter;
+    std::optional<ToolCallExtractor> extractor;
+    std::vector<IdentifiedCall> calls;
     std::string text, reasoning, content;
     std::vector<TokenReport> tokens;
     size_t characters = 0;  // in the logprob tokens so far: where the next one's text_offset is
     FinishReason finish = FinishReason::length;
     bool announced = false;  // chat: the role went out with the first delta
   };
+
+  // OpenAI's ids look like call_ and 24 letters and digits; clients only echo them back.
+  std::string new_call_id() {
+    static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    std::string id = "call_";
+    for (int i = 0; i < 24; ++i) id += kAlphabet[call_ids_() % (sizeof kAlphabet - 1)];
+    return id;
+  }
+
+  // A call streams as OpenAI streams one: its index, id and name first, then its arguments. Kipp
+  // sends the call once its closing token has come and its JSON has been read, so a call that
+  // turns out unreadable is never half sent (it arrives as content instead).
+  void send_call(uint32_t index, Choice& choice, size_t k) {
+    const IdentifiedCall& call = choice.calls[k];
+    Json opening = {{"index", k}, {"id", call.id}, {"type", "function"},
+                    {"function", {{"name", call.call.name}, {"arguments", ""}}}};
+    Json pieces = {{"index", k}, {"function", {{"arguments", call.call.arguments}}}};
+    for (Json* part : {&opening, &pieces}) {
+      Json delta = {{"tool_calls", Json::array({std::move(*part)})}};
+      if (!choice.announced) delta["role"] = "assistant";
+      choice.announced = true;
+      Json chunk = response_envelope(header_, true);
+      chunk["choices"].push_back({{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+      send(sse_event(chunk));
+    }
+  }
 
   void send(std::string event) {
     if (started_)
@@ -182,12 +255,14 @@ class Responder : public std::enable_shared_from_this<Responder> {
   }
 
   const ResponseHeader header_;
-  const bool stream_, include_usage_, logprobs_;
+  const bool stream_, include_usage_, logprobs_, parallel_tool_calls_;
   // What a non-strict schema left unenforced: the x-kipp-unenforced header and a body field.
   Json unenforced_;
   HttpHeaders headers_;
   const Tokenizer& tokenizer_;
   std::shared_ptr<HttpExchange> exchange_;
+  ToolCallCounts& tool_counts_;
+  std::mt19937_64 call_ids_;
   std::mutex mutex_;
   bool started_ = false;
   std::vector<std::string> pending_;
@@ -204,7 +279,7 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
-    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler) {
+    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   worker_ = std::thread([this] { work(); });
 }
@@ -271,7 +346,7 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
     }
     HttpResponse response;
     response.content_type = "text/plain; version=0.0.4";
-    response.body = prometheus_text(scheduler_.stats(), rejected, config_.model_id);
+    response.body = prometheus_text(scheduler_.stats(), rejected, tool_counts_, config_.model_names.front());
     return exchange->respond(std::move(response));
   }
   if (path.rfind("/v1/", 0) == 0 && !authorized(request))
@@ -280,12 +355,11 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
                   {{"WWW-Authenticate", "Bearer"}});
   if (path == "/v1/models") {
     if (!get) return reject(exchange, {405, "use GET /v1/models", "", "invalid_request_error"}, {{"Allow", "GET"}});
-    const Json model = {{"id", config_.model_id},
-                        {"object", "model"},
-                        {"created", 0},
-                        {"owned_by", "kipp"},
-                        {"max_model_len", config_.context}};
-    return exchange->respond(json_response(200, {{"object", "list"}, {"data", Json::array({model})}}));
+    Json models = Json::array();
+    for (const std::string& name : config_.model_names)
+      models.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "kipp"},
+                        {"max_model_len", config_.context}});
+    return exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}}));
   }
   if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}});
@@ -307,6 +381,9 @@ std::optional<ApiError> ApiServer::prompt_for(ApiRequest& request, std::vector<u
       return ApiError{400, "this is a base checkpoint: it has no chat template; use /v1/completions", "messages"};
     ChatOptions options;
     options.enable_thinking = request.enable_thinking.value_or(true);
+    if (!request.tools.empty() && !tool_tokens_)
+      return ApiError{400, "tools: " + tool_tokens_.error().message, "tools"};
+    for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
     auto rendered = render_chat(config_.variant, request.messages, options);
     if (!rendered) return ApiError{400, "messages: " + rendered.error().message, "messages"};
     text = std::move(*rendered);
@@ -327,10 +404,12 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   auto parsed = parse_api_request(endpoint, http.body, limits_);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reject(exchange, *error);
   ApiRequest& request = std::get<ApiRequest>(parsed);
-  if (request.model != config_.model_id)
-    return reject(exchange, {404, "the model `" + request.model + "` does not exist; this server serves `" +
-                                      config_.model_id + "`",
+  if (std::find(config_.model_names.begin(), config_.model_names.end(), request.model) == config_.model_names.end()) {
+    std::string names;
+    for (const std::string& name : config_.model_names) names += (names.empty() ? "`" : ", `") + name + "`";
+    return reject(exchange, {404, "the model `" + request.model + "` does not exist; this server serves " + names,
                              "model", "invalid_request_error", "model_not_found"});
+  }
   std::vector<uint32_t> prompt;
   if (auto error = prompt_for(request, prompt)) return reject(exchange, *error);
 
@@ -373,9 +452,15 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
     work.grammar_start = endpoint == Endpoint::chat
                              ? chat_constraint_start(config_.variant, request.enable_thinking.value_or(true))
                              : ConstraintStart::at_once;
+    if (request.structured->tool_call)
+      work.grammar_frame = TokenFrame{tool_tokens_->open, tool_tokens_->close,
+                                      request.parallel_tool_calls && request.tool_choice == ToolChoice::required};
   }
-  auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_id), request, tokenizer_,
-                                               exchange, thinking);
+  // tool_choice "none": the tools are shown, but the token that opens a call is never sampled.
+  const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
+  if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
+  auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_names.front()), request, tokenizer_,
+                                               exchange, thinking, calls_possible ? &tool_tokens_.value() : nullptr, tool_counts_);
   work.on_update = [responder](const ChoiceUpdate& update) { responder->update(update); };
   work.on_done = [responder](const RequestReport& report) { responder->done(report); };
 

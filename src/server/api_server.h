@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/scheduler.h"
+#include "engine/tool_calls.h"
 #include "registry/registry.h"
 #include "server/api_request.h"
 #include "server/http_server.h"
@@ -22,7 +23,10 @@
 namespace kipp::server {
 
 struct ApiConfig {
-  std::string model_id;  // what /v1/models lists and requests must name
+  // The names requests may give as `model`, all listed by /v1/models; responses (and /metrics)
+  // use the first. Several because clients are configured with different spellings: the
+  // operator's --served-model-name aliases, the registry id, the Hugging Face repository.
+  std::vector<std::string> model_names;
   Variant variant = Variant::base;
   uint32_t context = 0;
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
@@ -56,6 +60,8 @@ class ApiServer {
   ApiLimits limits_;
   std::mutex rejected_mutex_;
   RejectionCounts rejected_;
+  const Result<ToolCallTokens> tool_tokens_;  // an error when the tokenizer has no call tokens: tools are refused
+  ToolCallCounts tool_counts_;
 
   std::mutex pending_mutex_;  // guards pending_ and stopping_
   std::condition_variable pending_ready_;

@@ -60,7 +60,8 @@ class Exposition {
 
 }  // namespace
 
-std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const std::string& model) {
+std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const ToolCallCounts& tools,
+                            const std::string& model) {
   Exposition e(model);
   const double used = stats.pool.total ? double(stats.pool.total - stats.pool.free) / stats.pool.total : 0.0;
   e.metric("kipp_requests_running", "gauge", "Requests being evaluated.", stats.running);
@@ -74,6 +75,10 @@ std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& 
   e.sample("kipp_requests_rejected_total", "reason=\"invalid\"", double(rejected.invalid));
   e.sample("kipp_requests_rejected_total", "reason=\"overloaded\"", double(rejected.overloaded));
   e.sample("kipp_requests_rejected_total", "reason=\"unauthorized\"", double(rejected.unauthorized));
+  e.header("kipp_tool_calls_total", "counter", "Tool calls the model wrote, by what became of them.");
+  e.sample("kipp_tool_calls_total", "outcome=\"returned\"", double(tools.parsed.load()));
+  e.sample("kipp_tool_calls_total", "outcome=\"unparsed\"", double(tools.unparsed.load()));
+  e.sample("kipp_tool_calls_total", "outcome=\"dropped\"", double(tools.dropped.load()));
   e.metric("kipp_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", double(stats.prompt_tokens));
   e.metric("kipp_generation_tokens_total", "counter", "Tokens generated.", double(stats.generated_tokens));
   e.metric("kipp_prefix_tokens_reused_total", "counter", "Prompt tokens adopted from the KV pool instead of evaluated.",

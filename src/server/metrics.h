@@ -3,6 +3,7 @@
 // (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -17,6 +18,14 @@ struct RejectionCounts {
   uint64_t unauthorized = 0;  // 401
 };
 
-std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const std::string& model);
+// Tool calls found in answers (updated on the scheduler thread, read by /metrics).
+struct ToolCallCounts {
+  std::atomic<uint64_t> parsed{0};    // returned as tool_calls
+  std::atomic<uint64_t> unparsed{0};  // their JSON did not read (or the answer cut them off): returned as content
+  std::atomic<uint64_t> dropped{0};   // beyond the first, with parallel_tool_calls: false
+};
+
+std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const ToolCallCounts& tools,
+                            const std::string& model);
 
 }  // namespace kipp::server

@@ -1,7 +1,8 @@
 // `kipp serve` driven by the official `openai` npm client, as users' programs drive it:
 // completions and chat, streamed and not, n choices, logprobs, stop strings (one split across
 // tokens while streaming), seeds, errors, concurrency, disconnects, a tiny KV pool, prefix reuse,
-// overload and API keys. Every server is a real process on a synthetic checkpoint.
+// overload and API keys; what real clients send (content parts, the developer role, tool turns in
+// the history, model aliases). Every server is a real process on a synthetic checkpoint.
 //
 //   node openai_client_test.mjs KIPP INSTRUCT_MODEL BASE_MODEL
 import { execFileSync } from 'node:child_process';
@@ -251,7 +252,7 @@ describe('kipp serve through the openai client', () => {
     await assert.rejects(client.completions.create({ model: 'gpt-4o', prompt: 'hi' }), (error) =>
       error.status === 404 && error.code === 'model_not_found');
     await assert.rejects(client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'x' }],
-      tools: [{ type: 'function', function: { name: 'f' } }] }), (error) => error.status === 400 && error.param === 'tools');
+      functions: [{ name: 'f' }] }), (error) => error.status === 400 && error.param === 'functions');
   });
 
   test('a prompt beyond the context is a 400 even when streaming', async () => {
@@ -344,6 +345,53 @@ describe('kipp serve through the openai client', () => {
     } finally {
       await fresh.stop();
     }
+  });
+});
+
+describe('what real clients send', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(kipp, instructModel, ['--served-model-name', 'tiny-alias', '--served-model-name', 'second']);
+    client = clientFor(server);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, 'a clean exit on SIGTERM');
+  });
+  const ask = (fields) => client.chat.completions.create({ model: MODEL, max_tokens: 3, temperature: 0, ...fields });
+
+  test('--served-model-name adds names; responses use the first', async () => {
+    const models = await client.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), ['tiny-alias', 'second', MODEL]);
+    for (const name of ['second', MODEL]) {
+      const answer = await client.completions.create({ model: name, prompt: 'hi', max_tokens: 2 });
+      assert.equal(answer.model, 'tiny-alias');
+    }
+    await assert.rejects(client.completions.create({ model: 'third', prompt: 'hi' }), (e) => e.status === 404 &&
+      e.code === 'model_not_found' && e.message.includes('`tiny-alias`, `second`'));
+  });
+
+  test('text content parts, the developer role and a tool loop in the history are read as the template does', async () => {
+    // The same prompt, said two ways, must give the same prompt tokens and the same greedy answer.
+    const plain = await ask({ messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'one\ntwo' }] });
+    const sdkStyle = await ask({ messages: [{ role: 'developer', content: [{ type: 'text', text: 'Be brief.' }] },
+      { role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }],
+    modalities: ['text'], prompt_cache_key: 'k', safety_identifier: 's' });
+    assert.equal(sdkStyle.usage.prompt_tokens, plain.usage.prompt_tokens);
+    assert.equal(sdkStyle.choices[0].message.content, plain.choices[0].message.content);
+    // A history with a call and its result: accepted, and it is in the prompt (more tokens than without).
+    const history = [{ role: 'user', content: 'Weather in Paris?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function',
+        function: { name: 'get_weather', arguments: '{"city": "Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"temp": 21}' }];
+    const withLoop = await ask({ messages: history });
+    const without = await ask({ messages: history.slice(0, 1) });
+    assert.ok(withLoop.usage.prompt_tokens > without.usage.prompt_tokens + 20);
+    // What these checkpoints cannot read is named.
+    await assert.rejects(ask({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }),
+      (e) => e.status === 400 && e.param === 'messages' && /image_url/.test(e.message));
+    await assert.rejects(ask({ messages: [{ role: 'user', content: 'x' }], modalities: ['text', 'audio'] }),
+      (e) => e.status === 400 && e.param === 'modalities');
   });
 });
 

@@ -124,10 +124,16 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
 }
 
 TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
-  for (const char* field : {"tools", "echo", "best_of", "suffix", "tool_choice"}) {
+  for (const char* field : {"echo", "best_of", "suffix", "functions", "function_call"}) {
     const ApiError error = error_of(Endpoint::completions, completion_with("\"" + std::string(field) + "\":1"));
     EXPECT_EQ(error.param, field);
     EXPECT_NE(error.message.find("not supported"), std::string::npos) << error.message;
+  }
+  // Tools are a chat matter: on /v1/completions they are not fields at all.
+  for (const char* field : {"tools", "tool_choice", "parallel_tool_calls"}) {
+    const ApiError error = error_of(Endpoint::completions, completion_with("\"" + std::string(field) + "\":1"));
+    EXPECT_EQ(error.param, field);
+    EXPECT_NE(error.message.find("not a field of /v1/completions"), std::string::npos) << error.message;
   }
   const ApiError unknown = error_of(Endpoint::completions, completion_with(R"("foo":1)"));
   EXPECT_EQ(unknown.param, "foo");

@@ -27,6 +27,7 @@ struct Settings {
   Settings& frequency(float v) { p.frequency_penalty = v; return *this; }
   Settings& presence(float v) { p.presence_penalty = v; return *this; }
   Settings& bias(uint32_t token, float v) { p.logit_bias.push_back({token, v}); return *this; }
+  Settings& ban(uint32_t token) { p.banned.push_back(token); return *this; }
   Settings& seed(uint64_t v) { p.seed = v; return *this; }
   Settings& window(uint32_t v) { p.penalty_window = v; return *this; }
   operator SamplingParams() const { return p; }
@@ -216,6 +217,16 @@ TEST(Sampler, GreedyTakesTheHighestLogitAndTheLowestIdAmongEquals) {
   const std::vector<float> ties = {0.5f, 3.0f, 1.0f, 3.0f};
   Sampler tied = make(Settings().temperature(0.0f), 4);
   EXPECT_EQ(next(tied, ties), 1u);
+}
+
+TEST(Sampler, ABannedTokenIsNeverSampledWhateverItsBias) {
+  // Token 2 has the highest logit, and a +100 bias on top: banned, greedy takes the next best (6)
+  // and sampling at temperature 2 never draws it.
+  Sampler greedy = make(Settings().temperature(0.0f).bias(2, 100.0f).ban(2));
+  EXPECT_EQ(next(greedy, kLogits), 6u);
+  Sampler hot = make(Settings().temperature(2.0f).bias(2, 100.0f).ban(2).seed(9));
+  for (int i = 0; i < 2000; ++i) ASSERT_NE(next(hot, kLogits), 2u);
+  EXPECT_FALSE(Sampler::create(Settings().ban(12), 12));  // outside the vocabulary
 }
 
 TEST(Sampler, TheSameSeedGivesTheSameTokensAndResetStartsOver) {

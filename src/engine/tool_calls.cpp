@@ -1,0 +1,107 @@
+#include "engine/tool_calls.h"
+
+#include <nlohmann/json.hpp>
+
+#include "engine/token_constraint.h"
+#include "util/python_json.h"
+
+namespace kipp {
+
+Result<ToolCallTokens> find_tool_call_tokens(const Tokenizer& tokenizer) {
+  constexpr std::string_view without = "tool calls cannot be told apart from text";
+  ToolCallTokens tokens;
+  KIPP_ASSIGN(tokens.open, find_added_token(tokenizer, tokens.open_tag, without));
+  KIPP_ASSIGN(tokens.close, find_added_token(tokenizer, tokens.close_tag, without));
+  return tokens;
+}
+
+ToolCallExtractor::ToolCallExtractor(uint32_t open_token, uint32_t close_token, std::string open_tag,
+                                     std::string close_tag)
+    : open_token_(open_token), close_token_(close_token), open_tag_(std::move(open_tag)), close_tag_(std::move(close_tag)) {}
+
+void ToolCallExtractor::push(std::string_view text, std::span<const AddedTokenMark> marks, Output& out) {
+  for (const AddedTokenMark& mark : marks)
+    if (mark.id == open_token_ || mark.id == close_token_) marks_.push_back(mark);
+  buffer_ += text;
+  drain(out);
+}
+
+void ToolCallExtractor::drain(Output& out) {
+  while (!buffer_.empty()) {
+    // Marks the text will never reach (a stop string cut it before them) are dropped at finish.
+    if (!marks_.empty() && marks_.front().offset == buffer_offset_) {
+      const bool opens = marks_.front().id == open_token_;
+      const std::string& tag = opens ? open_tag_ : close_tag_;
+      if (buffer_.size() < tag.size()) return;  // the tag's text is still held back upstream
+      marks_.pop_front();
+      buffer_.erase(0, tag.size());
+      buffer_offset_ += tag.size();
+      if (opens && !in_call_) {
+        in_call_ = true;
+        after_call_ = false;
+        call_text_ = newlines_ + tag;  // the newlines before a call are the template's, not the answer's
+        newlines_.clear();
+        body_.clear();
+      } else if (!opens && in_call_) {
+        call_text_ += tag;
+        close_call(out);
+      } else {
+        plain(tag, out);  // a tag out of place (</tool_call> outside a call, <tool_call> inside one) is text
+      }
+      continue;
+    }
+    const size_t until = marks_.empty() ? buffer_.size() : std::min(buffer_.size(), marks_.front().offset - buffer_offset_);
+    plain(std::string_view(buffer_).substr(0, until), out);
+    buffer_.erase(0, until);
+    buffer_offset_ += until;
+  }
+}
+
+void ToolCallExtractor::plain(std::string_view text, Output& out) {
+  if (in_call_) {
+    body_ += text;
+    call_text_ += text;
+    return;
+  }
+  for (const char c : text) {
+    if (c == '\n') {
+      (after_call_ ? call_text_ : newlines_) += c;
+      continue;
+    }
+    after_call_ = false;
+    out.text += newlines_;
+    newlines_.clear();
+    out.text += c;
+  }
+}
+
+void ToolCallExtractor::close_call(Output& out) {
+  in_call_ = false;
+  const nlohmann::ordered_json call = nlohmann::ordered_json::parse(body_, nullptr, /*allow_exceptions=*/false);
+  const bool readable = call.is_object() && call.contains("name") && call["name"].is_string() &&
+                        call.contains("arguments") && call["arguments"].is_object();
+  if (!readable) {
+    ++out.unparsed;
+    out.text += call_text_;
+    call_text_.clear();
+    return;
+  }
+  out.calls.push_back({call["name"].get<std::string>(), python_json_dumps(call["arguments"])});
+  call_text_.clear();
+  after_call_ = true;
+}
+
+void ToolCallExtractor::finish(Output& out) {
+  marks_.clear();
+  drain(out);
+  if (in_call_) {  // cut off by the answer's end
+    in_call_ = false;
+    ++out.unparsed;
+    out.text += call_text_;
+  }
+  out.text += newlines_;
+  newlines_.clear();
+  call_text_.clear();
+}
+
+}  // namespace kipp

@@ -1,0 +1,77 @@
+// Tool calls in a generated answer, found by token: Qwen3 writes each call as its <tool_call>
+// token, a JSON object {"name": ..., "arguments": {...}}, and its </tool_call> token. Both tags are
+// single added tokens, so a call starts only where the model sampled that token. The same
+// characters spelled by ordinary tokens (an answer that talks about tool calls, JSON that quotes
+// them) stay text. Calls are found wherever they sit, also inside a think block, as Qwen3 now and
+// then puts them there.
+//
+// The extractor takes the answer's text as it is released, with the marks of the added tokens
+// decoded with it (OutputText), and hands on the text that is not part of a call, for the
+// reasoning splitter and the client. The newlines the chat template puts between an answer and
+// its calls (and between calls) go with the calls, so that rendering the returned message again
+// gives the model's own text. A call whose JSON does not read as {"name": string, "arguments":
+// object} is handed on as text, byte for byte, and counted, never dropped; so is a call the
+// answer's end cut off.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/output_text.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace kipp {
+
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // a JSON object's text, as Python's json.dumps writes it (what the template prints back)
+};
+
+// The added tokens that open and close a call, with their text.
+struct ToolCallTokens {
+  uint32_t open = 0, close = 0;
+  std::string open_tag = "<tool_call>", close_tag = "</tool_call>";
+};
+// Looks them up in the tokenizer; an error when it has no such single added tokens.
+Result<ToolCallTokens> find_tool_call_tokens(const Tokenizer& tokenizer);
+
+class ToolCallExtractor {
+ public:
+  ToolCallExtractor(uint32_t open_token, uint32_t close_token, std::string open_tag, std::string close_tag);
+  explicit ToolCallExtractor(const ToolCallTokens& tokens)
+      : ToolCallExtractor(tokens.open, tokens.close, tokens.open_tag, tokens.close_tag) {}
+
+  struct Output {
+    std::string text;             // not part of any call, in order
+    std::vector<ToolCall> calls;  // completed calls, in order
+    uint32_t unparsed = 0;        // calls handed on as text
+  };
+  // `text` continues the answer; `marks` are the added tokens decoded since the last push (their
+  // offsets from the answer's start; a mark may come before its text does).
+  void push(std::string_view text, std::span<const AddedTokenMark> marks, Output& out);
+  // At the answer's end: hands on what was held back (an unfinished call, as text).
+  void finish(Output& out);
+
+ private:
+  void drain(Output& out);
+  void plain(std::string_view text, Output& out);
+  void close_call(Output& out);
+
+  const uint32_t open_token_, close_token_;
+  const std::string open_tag_, close_tag_;
+  std::deque<AddedTokenMark> marks_;  // tags still ahead
+  std::string buffer_;                // released text not yet looked at
+  size_t buffer_offset_ = 0;          // where buffer_ starts in the answer
+  bool in_call_ = false;
+  bool after_call_ = false;  // newlines right after a call belong to it
+  std::string newlines_;     // newlines held back: before a call they belong to it
+  std::string call_text_;    // the call as written, tags and newlines around it included
+  std::string body_;         // between the tags
+};
+
+}  // namespace kipp

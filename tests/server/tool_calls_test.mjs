@@ -1,0 +1,167 @@
+// Tool calling through the official `openai` npm client against a real `kipp serve` on the tiny
+// synthetic checkpoint: tool_choice in all four forms, streamed and not, calls checked by `ajv`
+// against the function's parameter schema, deltas reassembled into the non-streamed message,
+// the <tool_call> token told apart from the same text, a multi-turn tool loop, and the refusals.
+//
+//   node tool_calls_test.mjs KIPP INSTRUCT_MODEL
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { after, before, describe, test } from 'node:test';
+import OpenAI from 'openai';
+
+import { metric, metrics, startServer } from './server_process.mjs';
+
+const require = createRequire(import.meta.url);
+const Ajv2020 = require('ajv/dist/2020').default;
+
+const [kipp, instructModel] = process.argv.slice(2);
+if (!instructModel) {
+  console.error('usage: tool_calls_test.mjs KIPP INSTRUCT_MODEL');
+  process.exit(2);
+}
+const MODEL = 'kipp-test/qwen3-tiny';
+const TOOL_CALL_TOKEN = 151657;  // <tool_call> in the Qwen3 vocabulary
+const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
+const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 },
+    days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city'], additionalProperties: false } } };
+// Every string bounded and no open objects: the tiny model's random weights would otherwise write
+// one string until max_tokens (a real model ends its strings; the bound keeps the test exact).
+const NOW = { type: 'function', function: { name: 'now', parameters: { type: 'object', properties: {},
+  additionalProperties: false } } };
+const TOOLS = [WEATHER, NOW];
+const ajv = new Ajv2020({ strict: false });
+const validators = { get_weather: ajv.compile(WEATHER.function.parameters), now: ajv.compile(NOW.function.parameters) };
+const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+// The streamed chunks put back together as one message, the way clients do.
+async function reassemble(stream) {
+  const message = { content: '', tool_calls: [] };
+  let finish = null;
+  for await (const chunk of stream) {
+    for (const choice of chunk.choices) {
+      if (choice.finish_reason) finish = choice.finish_reason;
+      if (choice.delta.content) message.content += choice.delta.content;
+      for (const delta of choice.delta.tool_calls ?? []) {
+        const call = (message.tool_calls[delta.index] ??= { id: '', type: '', function: { name: '', arguments: '' } });
+        if (delta.id) call.id = delta.id;
+        if (delta.type) call.type = delta.type;
+        if (delta.function?.name) call.function.name += delta.function.name;
+        if (delta.function?.arguments) call.function.arguments += delta.function.arguments;
+      }
+    }
+  }
+  return { message, finish };
+}
+
+function checkCalls(calls, allowedNames) {
+  assert.ok(calls.length >= 1);
+  for (const call of calls) {
+    assert.match(call.id, /^call_[A-Za-z0-9]{24}$/);
+    assert.equal(call.type, 'function');
+    assert.ok(allowedNames.includes(call.function.name), call.function.name);
+    const args = JSON.parse(call.function.arguments);
+    assert.ok(validators[call.function.name](args), `${call.function.arguments}: ${ajv.errorsText(validators[call.function.name].errors)}`);
+  }
+}
+
+describe('tool calling through the openai client', () => {
+  let server;
+  let client;
+  before(async () => {
+    server = await startServer(kipp, instructModel);
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, 'a clean exit on SIGTERM');
+  });
+  const ask = (fields) => client.chat.completions.create({ model: MODEL, messages, tools: TOOLS, max_tokens: 400,
+    seed: 11, ...NO_THINKING, ...fields });
+
+  test('tool_choice required: a call that validates, streamed deltas equal the message', async () => {
+    for (const seed of [1, 2, 3]) {
+      const answer = await ask({ tool_choice: 'required', seed });
+      const choice = answer.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice.message));
+      checkCalls(choice.message.tool_calls, ['get_weather', 'now']);
+      const streamed = await reassemble(await ask({ tool_choice: 'required', seed, stream: true }));
+      assert.equal(streamed.finish, 'tool_calls');
+      assert.equal(streamed.message.content, choice.message.content ?? '');
+      assert.deepEqual(streamed.message.tool_calls.map((c) => c.function), choice.message.tool_calls.map((c) => c.function));
+      assert.equal(new Set(streamed.message.tool_calls.map((c) => c.id)).size, streamed.message.tool_calls.length);
+    }
+  });
+
+  test('a named function is the one called, once; n = 3 choices each call it', async () => {
+    const answer = await ask({ tool_choice: { type: 'function', function: { name: 'get_weather' } }, n: 3, temperature: 1 });
+    assert.equal(answer.choices.length, 3);
+    for (const choice of answer.choices) {
+      assert.equal(choice.finish_reason, 'tool_calls');
+      assert.equal(choice.message.tool_calls.length, 1);
+      checkCalls(choice.message.tool_calls, ['get_weather']);
+    }
+  });
+
+  test('the <tool_call> token starts a call; tool_choice none never samples it', async () => {
+    const before_ = await metrics(server.url);
+    const pushed = { logit_bias: { [TOOL_CALL_TOKEN]: 100 }, max_tokens: 12, temperature: 0 };
+    // With auto, a pushed <tool_call> token opens calls that never become JSON: they come back as
+    // content, byte for byte, and are counted.
+    const auto = await ask({ tool_choice: 'auto', ...pushed, logprobs: true });
+    const raw = auto.choices[0].logprobs.content.map((t) => t.token).join('');
+    assert.ok(raw.startsWith('<tool_call>'), raw);
+    assert.equal(auto.choices[0].message.tool_calls, undefined);
+    assert.equal(auto.choices[0].message.content, raw);
+    const after_ = await metrics(server.url);
+    assert.ok(metric(after_, 'kipp_tool_calls_total', 'outcome="unparsed"') >
+      metric(before_, 'kipp_tool_calls_total', 'outcome="unparsed"'));
+    // With none, the same push cannot make the model open a call.
+    const none = await ask({ tool_choice: 'none', ...pushed, logprobs: true });
+    assert.ok(!none.choices[0].logprobs.content.some((t) => t.token === '<tool_call>'));
+    assert.equal(none.choices[0].message.tool_calls, undefined);
+    // The tools are still in the prompt with none.
+    const bare = await client.chat.completions.create({ model: MODEL, messages, max_tokens: 1, ...NO_THINKING });
+    assert.ok(none.usage.prompt_tokens > bare.usage.prompt_tokens + 50);
+  });
+
+  test('a tool loop: the call and its result go back in the history', async () => {
+    const first = await ask({ tool_choice: { type: 'function', function: { name: 'get_weather' } } });
+    const call = first.choices[0].message.tool_calls[0];
+    const history = [...messages, first.choices[0].message,
+      { role: 'tool', tool_call_id: call.id, content: JSON.stringify({ temperature_c: 21 }) }];
+    const second = await ask({ messages: history, max_tokens: 8 });
+    assert.equal(second.choices.length, 1);
+    assert.ok(second.usage.prompt_tokens > first.usage.prompt_tokens);
+    // Twice round the loop, the second call on top of the first result.
+    const third = await ask({ messages: history, tool_choice: 'required' });
+    checkCalls(third.choices[0].message.tool_calls, ['get_weather', 'now']);
+  });
+
+  test('parallel_tool_calls false returns one call', async () => {
+    for (const seed of [4, 5, 6]) {
+      const answer = await ask({ tool_choice: 'required', parallel_tool_calls: false, seed });
+      assert.equal(answer.choices[0].message.tool_calls.length, 1);
+    }
+  });
+
+  test('what cannot be done is a 400 naming the field', async () => {
+    const cases = [
+      [{ tool_choice: { type: 'function', function: { name: 'missing' } } }, 'tool_choice'],
+      [{ tools: undefined, tool_choice: 'required' }, 'tool_choice'],
+      [{ tool_choice: 'sometimes' }, 'tool_choice'],
+      [{ tools: [{ type: 'retrieval' }] }, 'tools'],
+      [{ tools: [WEATHER, WEATHER] }, 'tools'],
+      [{ tool_choice: 'required', response_format: { type: 'json_object' } }, 'tool_choice'],
+      [{ parallel_tool_calls: 'yes' }, 'parallel_tool_calls'],
+    ];
+    for (const [fields, param] of cases) {
+      await assert.rejects(ask(fields), (error) => {
+        assert.equal(error.status, 400, JSON.stringify(fields));
+        assert.equal(error.param, param, JSON.stringify(fields));
+        return true;
+      });
+    }
+    await assert.rejects(client.completions.create({ model: MODEL, prompt: 'x', tools: TOOLS }),
+      (error) => error.status === 400 && error.param === 'tools');
+  });
+});
