@@ -19,6 +19,7 @@
 #include "engine/scheduler.h"
 #include "model/model_file.h"
 #include "server/api_server.h"
+#include "server/cors.h"
 #include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,6 +29,7 @@ namespace {
 struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key;
   std::vector<std::string> served_model_names;
+  std::vector<std::string> cors_origins;
   uint16_t port = 8080;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
@@ -104,10 +106,11 @@ int run_serve(const ServeArgs& args) {
   limits.write_timeout = millis(args.write_timeout);
 
   std::atomic<server::ApiServer*> api{nullptr};
-  auto handler = [&api](server::HttpRequest request, std::shared_ptr<server::HttpExchange> exchange) {
+  auto handler = server::with_cors({args.cors_origins}, [&api](server::HttpRequest request,
+                                                              std::shared_ptr<server::HttpExchange> exchange) {
     if (server::ApiServer* ready = api.load()) return ready->handle(std::move(request), std::move(exchange));
     server::answer_while_loading(request, exchange);
-  };
+  });
   auto http = server::HttpServer::create(args.host, args.port, limits, handler);
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
@@ -151,6 +154,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--served-model-name", args->served_model_names,
                   "A name requests may give as `model` (repeatable; responses use the first). The registry id and "
                   "the Hugging Face repository are always accepted");
+  sub->add_option("--cors-origin", args->cors_origins,
+                  "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
+                  "docs/SERVER.md");
   sub->add_option("--host", args->host, "Address to bind (default 127.0.0.1: this machine only)");
   sub->add_option("--port", args->port, "Port (default 8080; 0 picks a free one)");
   sub->add_option("--kv-pool-mib", args->kv_pool_mib,

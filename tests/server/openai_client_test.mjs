@@ -352,7 +352,8 @@ describe('what real clients send', () => {
   let server;
   let client;
   before(async () => {
-    server = await startServer(kipp, instructModel, ['--served-model-name', 'tiny-alias', '--served-model-name', 'second']);
+    server = await startServer(kipp, instructModel, ['--served-model-name', 'tiny-alias', '--served-model-name', 'second',
+      '--cors-origin', 'http://localhost:5173']);
     client = clientFor(server);
   });
   after(async () => {
@@ -369,6 +370,34 @@ describe('what real clients send', () => {
     }
     await assert.rejects(client.completions.create({ model: 'third', prompt: 'hi' }), (e) => e.status === 404 &&
       e.code === 'model_not_found' && e.message.includes('`tiny-alias`, `second`'));
+  });
+
+  test('--cors-origin: a browser preflight and the request after it, streamed too; other origins get no grant', async () => {
+    // What a browser sends before a page's fetch() with the openai SDK's headers.
+    const preflight = await fetch(`${server.url}/v1/chat/completions`, { method: 'OPTIONS', headers: {
+      Origin: 'http://localhost:5173', 'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization,content-type,x-stainless-os,x-stainless-retry-count,x-evil' } });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), 'http://localhost:5173');
+    assert.match(preflight.headers.get('access-control-allow-methods'), /POST/);
+    assert.equal(preflight.headers.get('access-control-allow-headers'),
+      'authorization, content-type, x-stainless-os, x-stainless-retry-count');
+    for (const stream of [false, true]) {
+      const response = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: {
+        Origin: 'http://localhost:5173', 'Content-Type': 'application/json', 'x-stainless-os': 'Linux' },
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, stream }) });
+      assert.equal(response.status, 200);
+      assert.equal(response.headers.get('access-control-allow-origin'), 'http://localhost:5173');
+      await response.text();
+    }
+    const other = await fetch(`${server.url}/v1/models`, { headers: { Origin: 'http://evil.example' } });
+    assert.equal(other.status, 200);
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    await other.text();
+    const otherPreflight = await fetch(`${server.url}/v1/models`, { method: 'OPTIONS', headers: {
+      Origin: 'http://evil.example', 'Access-Control-Request-Method': 'GET' } });
+    assert.equal(otherPreflight.headers.get('access-control-allow-origin'), null);
+    await otherPreflight.text();
   });
 
   test('text content parts, the developer role and a tool loop in the history are read as the template does', async () => {
