@@ -76,6 +76,8 @@ Result<LoadedModel> load(const ServeArgs& args) {
     if (std::find(config.model_names.begin(), config.model_names.end(), name) == config.model_names.end())
       config.model_names.emplace_back(name);
   config.variant = c.variant;
+  config.chat_template = std::string(loaded.file->tokenizer().chat_template);
+  config.max_sequences = options.max_sequences;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;

@@ -6,6 +6,7 @@
 #include "engine/reasoning_split.h"
 #include "engine/tool_calls.h"
 #include "server/api_response.h"
+#include "server/token_routes.h"
 
 namespace kipp::server {
 namespace {
@@ -305,7 +306,17 @@ void ApiServer::work() {
       next = std::move(pending_.front());
       pending_.pop_front();
     }
-    completion(next.endpoint, next.request, next.exchange);
+    switch (next.route) {
+      case Route::completions: completion(Endpoint::completions, next.request, next.exchange); break;
+      case Route::chat: completion(Endpoint::chat, next.request, next.exchange); break;
+      case Route::tokenize:
+      case Route::detokenize: {
+        const RouteAnswer answer = next.route == Route::tokenize ? tokenize_route(tokenizer_, next.request.body)
+                                                                 : detokenize_route(tokenizer_, next.request.body);
+        next.exchange->respond(json_response(answer.status, answer.body));
+        break;
+      }
+    }
   }
 }
 
@@ -349,7 +360,8 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
     response.body = prometheus_text(scheduler_.stats(), rejected, tool_counts_, config_.model_names.front());
     return exchange->respond(std::move(response));
   }
-  if (path.rfind("/v1/", 0) == 0 && !authorized(request))
+  const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize" || path == "/props";
+  if (guarded && !authorized(request))
     return reject(exchange, {401, "a valid API key is needed: send \"Authorization: Bearer KEY\"", "",
                              "authentication_error", "invalid_api_key"},
                   {{"WWW-Authenticate", "Bearer"}});
@@ -361,12 +373,21 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
                         {"max_model_len", config_.context}});
     return exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}}));
   }
-  if (path == "/v1/completions" || path == "/v1/chat/completions") {
+  if (path == "/props") {
+    if (!get) return reject(exchange, {405, "use GET /props", "", "invalid_request_error"}, {{"Allow", "GET"}});
+    return exchange->respond(json_response(
+        200, props_json({config_.chat_template, config_.model_names, config_.context, config_.max_sequences})));
+  }
+  std::optional<Route> route;
+  if (path == "/v1/completions") route = Route::completions;
+  if (path == "/v1/chat/completions") route = Route::chat;
+  if (path == "/tokenize") route = Route::tokenize;
+  if (path == "/detokenize") route = Route::detokenize;
+  if (route) {
     if (!post) return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}});
     {
       std::lock_guard lock(pending_mutex_);
-      pending_.push_back({path == "/v1/completions" ? Endpoint::completions : Endpoint::chat, std::move(request),
-                          std::move(exchange)});
+      pending_.push_back({*route, std::move(request), std::move(exchange)});
     }
     pending_ready_.notify_one();
     return;

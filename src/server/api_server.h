@@ -31,6 +31,8 @@ struct ApiConfig {
   uint32_t context = 0;
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
   std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY"
+  std::string chat_template;           // the artifact's, for GET /props
+  uint32_t max_sequences = 0;          // evaluated together, for GET /props
 };
 
 class ApiServer {
@@ -43,8 +45,10 @@ class ApiServer {
   void handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
 
  private:
+  // Work that reads a body (completions, tokenizing) runs on the worker thread.
+  enum class Route { completions, chat, tokenize, detokenize };
   struct Pending {
-    Endpoint endpoint;
+    Route route;
     HttpRequest request;
     std::shared_ptr<HttpExchange> exchange;
   };

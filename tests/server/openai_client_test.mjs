@@ -8,6 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { gguf } from '@huggingface/gguf';
 import OpenAI from 'openai';
 
 import { metric, metrics, startServer } from './server_process.mjs';
@@ -398,6 +399,28 @@ describe('what real clients send', () => {
       Origin: 'http://evil.example', 'Access-Control-Request-Method': 'GET' } });
     assert.equal(otherPreflight.headers.get('access-control-allow-origin'), null);
     await otherPreflight.text();
+  });
+
+  test('/tokenize, /detokenize and /props in llama.cpp\'s shapes', async () => {
+    const post = async (route, body) => {
+      const response = await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body) });
+      return { status: response.status, body: await response.json() };
+    };
+    const text = 'Hello, wörld! <|im_start|>';
+    const ids = await post('/tokenize', { content: text });
+    assert.equal(ids.status, 200);
+    assert.equal(ids.body.tokens.at(-1), 151644);  // the special token written in the text is that token
+    const pieces = await post('/tokenize', { content: 'wö', with_pieces: true });
+    assert.ok(pieces.body.tokens.every((t) => typeof t.id === 'number' && (typeof t.piece === 'string' || Array.isArray(t.piece))));
+    const back = await post('/detokenize', { tokens: ids.body.tokens });
+    assert.deepEqual(back, { status: 200, body: { content: text } });
+    assert.equal((await post('/detokenize', { tokens: [10 ** 9] })).status, 400);
+    assert.equal((await post('/tokenize', { text: 'x' })).body.error.param, 'content');
+    const props = await (await fetch(`${server.url}/props`)).json();
+    const { metadata } = await gguf(instructModel, { allowLocalFile: true });
+    assert.equal(props.chat_template, metadata['tokenizer.chat_template']);
+    assert.equal(props.chat_template_caps.supports_tools, true);
+    assert.equal(props.model_alias, 'tiny-alias');
   });
 
   test('text content parts, the developer role and a tool loop in the history are read as the template does', async () => {
