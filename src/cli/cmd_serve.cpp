@@ -30,6 +30,7 @@ struct ServeArgs {
   std::string model, host = "127.0.0.1", api_key;
   std::vector<std::string> served_model_names;
   std::vector<std::string> cors_origins;
+  bool ignore_unknown_fields = false;
   uint16_t port = 8080;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
@@ -78,6 +79,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.variant = c.variant;
   config.chat_template = std::string(loaded.file->tokenizer().chat_template);
   config.max_sequences = options.max_sequences;
+  config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;
@@ -156,6 +158,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--served-model-name", args->served_model_names,
                   "A name requests may give as `model` (repeatable; responses use the first). The registry id and "
                   "the Hugging Face repository are always accepted");
+  sub->add_flag("--ignore-unknown-fields", args->ignore_unknown_fields,
+                "Accept request fields Kipp does not know or implement instead of answering 400; each is logged "
+                "and listed in the x-kipp-ignored-fields response header");
   sub->add_option("--cors-origin", args->cors_origins,
                   "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
                   "docs/SERVER.md");

@@ -160,8 +160,10 @@ class Reader {
       if (value != Json::array({"text"})) return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
     } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
       return read_structured(key, value);
+    } else if (limits_.ignore_unknown_fields) {
+      out_.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
     } else if (kUnsupported.count(key)) {
-      return field_error(key, "is not supported by Kipp");
+      return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
     } else {
       return field_error(key, std::string("is not a field of ") + (chat ? "/v1/chat/completions" : "/v1/completions"));
     }

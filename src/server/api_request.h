@@ -46,6 +46,9 @@ struct ApiLimits {
   uint32_t max_n = 8;
   uint32_t max_stop_strings = 4;
   uint32_t max_stop_bytes = 256;
+  // Accept fields Kipp does not know or implement instead of a 400 (kipp serve
+  // --ignore-unknown-fields); they are listed in ApiRequest::ignored_fields.
+  bool ignore_unknown_fields = false;
 };
 
 // The constraint a request asked for, compiled.
@@ -88,6 +91,7 @@ struct ApiRequest {
   ToolChoice tool_choice = ToolChoice::automatic;
   std::string tool_choice_name;     // ToolChoice::named
   bool parallel_tool_calls = true;  // false: at most one call is returned
+  std::vector<std::string> ignored_fields;  // accepted unhonoured (ApiLimits::ignore_unknown_fields)
 };
 
 // Parses and checks one request body for `endpoint`.

@@ -1,6 +1,7 @@
 #include "server/api_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <random>
 
 #include "engine/reasoning_split.h"
@@ -61,6 +62,11 @@ class Responder : public std::enable_shared_from_this<Responder> {
         listed += (listed.empty() ? "" : ", ") + u.keyword + " at " + (u.pointer.empty() ? "/" : u.pointer);
       }
       headers_.push_back({"x-kipp-unenforced", listed});
+    }
+    if (!request.ignored_fields.empty()) {
+      std::string listed;
+      for (const std::string& field : request.ignored_fields) listed += (listed.empty() ? "" : ", ") + field;
+      headers_.push_back({"x-kipp-ignored-fields", listed});
     }
     choices_.reserve(request.n);
     for (uint32_t i = 0; i < request.n; ++i) {
@@ -282,6 +288,7 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
     : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
+  limits_.ignore_unknown_fields = config.ignore_unknown_fields;
   worker_ = std::thread([this] { work(); });
 }
 
@@ -425,6 +432,11 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   auto parsed = parse_api_request(endpoint, http.body, limits_);
   if (auto* error = std::get_if<ApiError>(&parsed)) return reject(exchange, *error);
   ApiRequest& request = std::get<ApiRequest>(parsed);
+  if (!request.ignored_fields.empty()) {
+    std::string listed;
+    for (const std::string& field : request.ignored_fields) listed += " " + field;
+    std::fprintf(stderr, "kipp serve: %s accepted with fields it does not honour:%s\n", http.path.c_str(), listed.c_str());
+  }
   if (std::find(config_.model_names.begin(), config_.model_names.end(), request.model) == config_.model_names.end()) {
     std::string names;
     for (const std::string& name : config_.model_names) names += (names.empty() ? "`" : ", `") + name + "`";

@@ -32,6 +32,7 @@ struct ApiConfig {
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
   std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY"
   std::string chat_template;           // the artifact's, for GET /props
+  bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
   uint32_t max_sequences = 0;          // evaluated together, for GET /props
 };
 

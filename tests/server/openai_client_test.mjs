@@ -354,7 +354,7 @@ describe('what real clients send', () => {
   let client;
   before(async () => {
     server = await startServer(kipp, instructModel, ['--served-model-name', 'tiny-alias', '--served-model-name', 'second',
-      '--cors-origin', 'http://localhost:5173']);
+      '--cors-origin', 'http://localhost:5173', '--ignore-unknown-fields']);
     client = clientFor(server);
   });
   after(async () => {
@@ -399,6 +399,16 @@ describe('what real clients send', () => {
       Origin: 'http://evil.example', 'Access-Control-Request-Method': 'GET' } });
     assert.equal(otherPreflight.headers.get('access-control-allow-origin'), null);
     await otherPreflight.text();
+  });
+
+  test('--ignore-unknown-fields accepts what Kipp cannot honour and says so in a header', async () => {
+    const { data, response } = await client.completions.create({ model: MODEL, prompt: 'hi', max_tokens: 2,
+      echo: true, best_of: 2, some_future_field: { a: 1 } }).withResponse();
+    assert.equal(data.choices.length, 1);
+    assert.equal(response.headers.get('x-kipp-ignored-fields'), 'echo, best_of, some_future_field');
+    // Known fields are still checked.
+    await assert.rejects(client.completions.create({ model: MODEL, prompt: 'hi', n: 0, echo: true }),
+      (e) => e.status === 400 && e.param === 'n');
   });
 
   test('/tokenize, /detokenize and /props in llama.cpp\'s shapes', async () => {

@@ -123,6 +123,20 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   expect_field_error(Endpoint::completions, completion_with(R"("json_schema":"{}")"), "json_schema");
 }
 
+TEST(ApiRequest, IgnoreUnknownFieldsAcceptsAndListsThem) {
+  ApiLimits lenient = limits();
+  lenient.ignore_unknown_fields = true;
+  auto parsed = parse_api_request(Endpoint::completions, completion_with(R"("echo":true,"foo":{"x":1},"n":2)"), lenient);
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(parsed)) << std::get<ApiError>(parsed).message;
+  const ApiRequest& request = std::get<ApiRequest>(parsed);
+  EXPECT_EQ(request.ignored_fields, (std::vector<std::string>{"echo", "foo"}));
+  EXPECT_EQ(request.n, 2u);  // the known fields are read as always
+  // Fields Kipp knows are still checked.
+  auto bad = parse_api_request(Endpoint::completions, completion_with(R"("foo":1,"n":0)"), lenient);
+  ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
+  EXPECT_EQ(std::get<ApiError>(bad).param, "n");
+}
+
 TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
   for (const char* field : {"echo", "best_of", "suffix", "functions", "function_call"}) {
     const ApiError error = error_of(Endpoint::completions, completion_with("\"" + std::string(field) + "\":1"));
