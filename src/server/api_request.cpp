@@ -187,24 +187,43 @@ class Reader {
   }
 
   std::optional<ApiError> read_prompt(const Json& value) {
-    if (value.is_string()) {
-      out_.prompt_text = value.get<std::string>();
+    // One prompt (a string, or an array of token ids), or several (an array of those).
+    const bool several = value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_array());
+    if (!several) {
+      ApiRequest::Prompt prompt;
+      if (auto error = read_one_prompt(value, "prompt", prompt)) return error;
+      out_.prompts.push_back(std::move(prompt));
       return std::nullopt;
     }
-    if (!value.is_array()) return field_error("prompt", "must be a string or an array of token ids");
-    if (value.empty()) return field_error("prompt", "is empty");
-    if (value[0].is_string() || value[0].is_array())
-      return field_error("prompt", "several prompts in one request are not supported; send one string or one array "
-                                   "of token ids");
+    if (value.size() > limits_.max_prompts)
+      return field_error("prompt", "at most " + std::to_string(limits_.max_prompts) + " prompts in one request, not " +
+                                       std::to_string(value.size()));
     for (size_t i = 0; i < value.size(); ++i) {
-      const std::string where = "prompt[" + std::to_string(i) + "]";
+      if (!value[i].is_string() && !value[i].is_array())
+        return field_error("prompt", "prompt[" + std::to_string(i) + "] must be a string or an array of token ids");
+      ApiRequest::Prompt prompt;
+      if (auto error = read_one_prompt(value[i], "prompt[" + std::to_string(i) + "]", prompt)) return error;
+      out_.prompts.push_back(std::move(prompt));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_one_prompt(const Json& value, const std::string& where, ApiRequest::Prompt& prompt) {
+    if (value.is_string()) {
+      prompt.text = value.get<std::string>();
+      return std::nullopt;
+    }
+    if (!value.is_array()) return field_error("prompt", where + " must be a string or an array of token ids");
+    if (value.empty()) return field_error("prompt", where + " is empty");
+    for (size_t i = 0; i < value.size(); ++i) {
+      const std::string at = where + "[" + std::to_string(i) + "]";
       if (!value[i].is_number_integer())
-        return field_error("prompt", where + " must be a token id (an integer), not " + value[i].dump());
+        return field_error("prompt", at + " must be a token id (an integer), not " + value[i].dump());
       if (value[i].is_number_unsigned() ? value[i].get<uint64_t>() >= limits_.vocab
                                         : (value[i].get<int64_t>() < 0 || value[i].get<int64_t>() >= limits_.vocab))
-        return field_error("prompt", where + " = " + value[i].dump() + " is not a token id: the vocabulary has " +
+        return field_error("prompt", at + " = " + value[i].dump() + " is not a token id: the vocabulary has " +
                                          std::to_string(limits_.vocab) + " tokens");
-      out_.prompt_ids.push_back(uint32_t(value[i].get<int64_t>()));
+      prompt.ids.push_back(uint32_t(value[i].get<int64_t>()));
     }
     return std::nullopt;
   }

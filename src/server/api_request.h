@@ -44,6 +44,7 @@ struct ApiLimits {
   uint32_t vocab = 0;          // token ids must be below it
   uint32_t max_json_depth = 64;
   uint32_t max_n = 8;
+  uint32_t max_prompts = 32;   // completions: prompts in one request
   uint32_t max_stop_strings = 4;
   uint32_t max_stop_bytes = 256;
   // Accept fields Kipp does not know or implement instead of a 400 (kipp serve
@@ -68,9 +69,13 @@ enum class ToolChoice { automatic, none, required, named };
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;
-  // completions: the prompt as text or as token ids; chat: the conversation.
-  std::optional<std::string> prompt_text;
-  std::vector<uint32_t> prompt_ids;
+  // completions: the prompts, each as text or as token ids (several: their choices come in
+  // order, prompt by prompt); chat: the conversation.
+  struct Prompt {
+    std::optional<std::string> text;
+    std::vector<uint32_t> ids;
+  };
+  std::vector<Prompt> prompts;
   std::vector<ChatMessage> messages;
   std::optional<bool> enable_thinking;   // chat_template_kwargs.enable_thinking
   std::optional<uint32_t> max_tokens;    // absent: the endpoint's default

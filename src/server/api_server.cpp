@@ -44,7 +44,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
   // tool_choice is "none"); `tool_counts` counts them for /metrics.
   Responder(ResponseHeader header, const ApiRequest& request, const Tokenizer& tokenizer,
             std::shared_ptr<HttpExchange> exchange, ReasoningSplitter::Start thinking,
-            const ToolCallTokens* tool_tokens, ToolCallCounts& tool_counts)
+            const ToolCallTokens* tool_tokens, ToolCallCounts& tool_counts, uint32_t choice_count)
       : header_(std::move(header)),
         stream_(request.stream),
         include_usage_(request.include_usage),
@@ -68,8 +68,8 @@ class Responder : public std::enable_shared_from_this<Responder> {
       for (const std::string& field : request.ignored_fields) listed += (listed.empty() ? "" : ", ") + field;
       headers_.push_back({"x-kipp-ignored-fields", listed});
     }
-    choices_.reserve(request.n);
-    for (uint32_t i = 0; i < request.n; ++i) {
+    choices_.reserve(choice_count);
+    for (uint32_t i = 0; i < choice_count; ++i) {
       choices_.emplace_back(thinking);
       if (tool_tokens) choices_.back().extractor.emplace(*tool_tokens);
     }
@@ -402,8 +402,9 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
   reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"});
 }
 
-std::optional<ApiError> ApiServer::prompt_for(ApiRequest& request, std::vector<uint32_t>& prompt) const {
-  std::string text;
+std::optional<ApiError> ApiServer::prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const {
+  std::vector<std::string> texts;  // to tokenize, with their field for errors
+  std::vector<std::string> fields;
   if (request.endpoint == Endpoint::chat) {
     if (config_.variant == Variant::base)
       return ApiError{400, "this is a base checkpoint: it has no chat template; use /v1/completions", "messages"};
@@ -414,17 +415,24 @@ std::optional<ApiError> ApiServer::prompt_for(ApiRequest& request, std::vector<u
     for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
     auto rendered = render_chat(config_.variant, request.messages, options);
     if (!rendered) return ApiError{400, "messages: " + rendered.error().message, "messages"};
-    text = std::move(*rendered);
-  } else if (request.prompt_text) {
-    text = std::move(*request.prompt_text);
+    prompts.emplace_back();
+    texts.push_back(std::move(*rendered));
+    fields.push_back("messages");
   } else {
-    prompt = std::move(request.prompt_ids);
-    return std::nullopt;
+    for (size_t i = 0; i < request.prompts.size(); ++i) {
+      prompts.push_back(std::move(request.prompts[i].ids));
+      texts.push_back(request.prompts[i].text.value_or(""));
+      fields.push_back(request.prompts.size() == 1 ? "prompt" : "prompt[" + std::to_string(i) + "]");
+    }
   }
-  auto ids = tokenizer_.encode(text);
-  if (!ids) return ApiError{400, "the prompt cannot be tokenized: " + ids.error().message, "prompt"};
-  prompt = std::move(*ids);
-  if (prompt.empty()) return ApiError{400, "prompt: is empty (at least one token is needed)", "prompt"};
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (!texts[i].empty()) {
+      auto ids = tokenizer_.encode(texts[i]);
+      if (!ids) return ApiError{400, fields[i] + " cannot be tokenized: " + ids.error().message, "prompt"};
+      prompts[i] = std::move(*ids);
+    }
+    if (prompts[i].empty()) return ApiError{400, fields[i] + ": is empty (at least one token is needed)", "prompt"};
+  }
   return std::nullopt;
 }
 
@@ -443,14 +451,16 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
     return reject(exchange, {404, "the model `" + request.model + "` does not exist; this server serves " + names,
                              "model", "invalid_request_error", "model_not_found"});
   }
-  std::vector<uint32_t> prompt;
-  if (auto error = prompt_for(request, prompt)) return reject(exchange, *error);
+  std::vector<std::vector<uint32_t>> prompts;
+  if (auto error = prompts_for(request, prompts)) return reject(exchange, *error);
 
   const uint32_t context = config_.context;
-  if (prompt.size() >= context)
+  size_t longest = 0;
+  for (const std::vector<uint32_t>& prompt : prompts) longest = std::max(longest, prompt.size());
+  if (longest >= context)
     return reject(exchange, {400,
-                             "the prompt has " + std::to_string(prompt.size()) + " tokens; the context holds " +
-                                 std::to_string(context) + " (n_prompt_tokens " + std::to_string(prompt.size()) +
+                             "the prompt has " + std::to_string(longest) + " tokens; the context holds " +
+                                 std::to_string(context) + " (n_prompt_tokens " + std::to_string(longest) +
                                  ", n_ctx " + std::to_string(context) + ")",
                              endpoint == Endpoint::chat ? "messages" : "prompt", "invalid_request_error",
                              "context_length_exceeded"});
@@ -458,16 +468,15 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   // KV pool when that is smaller (a request must fit the pool to be admitted at all).
   const uint32_t room = std::min(context, config_.pool_positions);
   const uint32_t max_tokens = request.max_tokens.value_or(
-      endpoint == Endpoint::chat ? (room > prompt.size() ? room - uint32_t(prompt.size()) : 1) : 16);
-  if (prompt.size() + uint64_t(max_tokens) > context)
+      endpoint == Endpoint::chat ? (room > longest ? room - uint32_t(longest) : 1) : 16);
+  if (longest + uint64_t(max_tokens) > context)
     return reject(exchange, {400,
-                             "the prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
+                             "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" +
                                  std::to_string(max_tokens) + ") exceeds the context of " + std::to_string(context) +
                                  " tokens",
                              "max_tokens", "invalid_request_error", "context_length_exceeded"});
 
   CompletionRequest work;
-  work.prompt = std::move(prompt);
   work.max_tokens = max_tokens;
   work.n = request.n;
   work.sampling = sampling_for(request, recommended_sampling(config_.variant));
@@ -493,16 +502,55 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
   auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_names.front()), request, tokenizer_,
-                                               exchange, thinking, calls_possible ? &tool_tokens_.value() : nullptr, tool_counts_);
-  work.on_update = [responder](const ChoiceUpdate& update) { responder->update(update); };
-  work.on_done = [responder](const RequestReport& report) { responder->done(report); };
-
-  Submission submission = scheduler_.submit(std::move(work));
-  if (submission.verdict == Verdict::too_large)
-    return reject(exchange, {400, submission.reason, "max_tokens", "invalid_request_error", "context_length_exceeded"});
-  if (submission.verdict == Verdict::queue_full)
-    return reject(exchange, {503, submission.reason, "", "server_error", "overloaded"}, {{"Retry-After", "1"}});
-  exchange->on_disconnect([ticket = submission.ticket] { ticket->cancel(); });
+                                               exchange, thinking, calls_possible ? &tool_tokens_.value() : nullptr, tool_counts_,
+                                               uint32_t(prompts.size() * request.n));
+  // Several prompts are several scheduler requests, scheduled together; their choices are
+  // numbered prompt by prompt (choice i of prompt p is index p * n + i, sampled with seed + that
+  // index), and the response is done when all of them are.
+  struct Gathered {
+    std::mutex mutex;
+    size_t remaining;
+    RequestReport report;
+  };
+  auto gathered = std::make_shared<Gathered>();
+  gathered->remaining = prompts.size();
+  std::vector<std::shared_ptr<RequestTicket>> tickets;
+  for (size_t p = 0; p < prompts.size(); ++p) {
+    CompletionRequest part = work;
+    part.prompt = std::move(prompts[p]);
+    const uint32_t first_choice = uint32_t(p) * request.n;
+    part.sampling.seed = work.sampling.seed + first_choice;
+    part.on_update = [responder, first_choice](const ChoiceUpdate& update) {
+      if (first_choice == 0) return responder->update(update);
+      ChoiceUpdate renumbered = update;
+      renumbered.choice += first_choice;
+      responder->update(renumbered);
+    };
+    part.on_done = [responder, gathered](const RequestReport& report) {
+      std::lock_guard lock(gathered->mutex);
+      RequestReport& all = gathered->report;
+      if (!all.error) all.error = report.error;
+      all.cancelled = all.cancelled || report.cancelled;
+      all.prompt_tokens += report.prompt_tokens;
+      all.cached_tokens += report.cached_tokens;
+      all.completion_tokens += report.completion_tokens;
+      all.queue_seconds = std::max(all.queue_seconds, report.queue_seconds);
+      all.prompt_seconds = std::max(all.prompt_seconds, report.prompt_seconds);
+      all.decode_seconds = std::max(all.decode_seconds, report.decode_seconds);
+      if (--gathered->remaining == 0) responder->done(all);
+    };
+    Submission submission = scheduler_.submit(std::move(part));
+    if (submission.verdict != Verdict::queued) {
+      for (const auto& ticket : tickets) ticket->cancel();  // their on_done sends nothing: the reject answers
+      if (submission.verdict == Verdict::too_large)
+        return reject(exchange, {400, submission.reason, "max_tokens", "invalid_request_error", "context_length_exceeded"});
+      return reject(exchange, {503, submission.reason, "", "server_error", "overloaded"}, {{"Retry-After", "1"}});
+    }
+    tickets.push_back(submission.ticket);
+  }
+  exchange->on_disconnect([tickets] {
+    for (const auto& ticket : tickets) ticket->cancel();
+  });
   responder->start();
 }
 

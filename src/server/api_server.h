@@ -55,7 +55,8 @@ class ApiServer {
   };
   void work();
   void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
-  std::optional<ApiError> prompt_for(ApiRequest& request, std::vector<uint32_t>& prompt) const;
+  // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
+  std::optional<ApiError> prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const;
   void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {});
   bool authorized(const HttpRequest& request) const;
 

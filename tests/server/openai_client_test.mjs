@@ -256,6 +256,27 @@ describe('kipp serve through the openai client', () => {
       functions: [{ name: 'f' }] }), (error) => error.status === 400 && error.param === 'functions');
   });
 
+  test('several prompts in one completions request: their choices in order, each as if sent alone', async () => {
+    const prompts = [prose(301, 6), prose(302, 17), [9707, 11, 1879]];
+    const alone = await Promise.all(prompts.map((prompt) =>
+      client.completions.create({ model: MODEL, prompt, max_tokens: 8, temperature: 0 })));
+    const together = await client.completions.create({ model: MODEL, prompt: prompts, max_tokens: 8, temperature: 0, n: 2 });
+    assert.equal(together.choices.length, 6);
+    together.choices.forEach((choice, index) => {
+      assert.equal(choice.index, index);
+      assert.equal(choice.text, alone[Math.floor(index / 2)].choices[0].text, `choice ${index}`);
+    });
+    // The n choices of a prompt share it: each prompt is counted once.
+    assert.equal(together.usage.prompt_tokens, alone.reduce((sum, a) => sum + a.usage.prompt_tokens, 0));
+    const streamed = await collectCompletionStream(await client.completions.create({ model: MODEL, prompt: prompts,
+      max_tokens: 8, temperature: 0, n: 2, stream: true }));
+    assert.deepEqual(streamed.texts, together.choices.map((c) => c.text));
+    await assert.rejects(client.completions.create({ model: MODEL, prompt: ['ok', ''], max_tokens: 2 }),
+      (e) => e.status === 400 && /prompt\[1\]/.test(e.message));
+    await assert.rejects(client.completions.create({ model: MODEL, prompt: Array(33).fill('x'), max_tokens: 2 }),
+      (e) => e.status === 400 && e.param === 'prompt');
+  });
+
   test('a prompt beyond the context is a 400 even when streaming', async () => {
     const long = Array.from({ length: 5000 }, (_, i) => (i * 7919) % 150000);
     for (const stream of [false, true]) {

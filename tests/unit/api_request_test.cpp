@@ -58,7 +58,8 @@ TEST(ApiRequest, ReadsEveryImplementedField) {
                           "metadata":{"k":"v"},"service_tier":"auto","suffix":null})");
   ASSERT_TRUE(std::holds_alternative<ApiRequest>(result)) << std::get<ApiError>(result).message;
   const ApiRequest& r = std::get<ApiRequest>(result);
-  EXPECT_EQ(r.prompt_ids, (std::vector<uint32_t>{1, 2, 3}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  EXPECT_EQ(r.prompts[0].ids, (std::vector<uint32_t>{1, 2, 3}));
   EXPECT_EQ(r.max_tokens, 7u);
   EXPECT_EQ(r.n, 2u);
   EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
@@ -172,8 +173,17 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   expect_field_error(H, chat_with(R"("top_logprobs":5)"), "top_logprobs");
   expect_field_error(H, chat_with(R"("logprobs":1)"), "logprobs");
   // S4: token ids.
-  for (const char* ids : {"[-1]", "[151669]", "[2147483647]", "[1,\"2\"]", "[1.5]", "[]", "[[1,2]]", "[\"a\",\"b\"]"})
+  for (const char* ids : {"[-1]", "[151669]", "[2147483647]", "[1,\"2\"]", "[1.5]", "[]", "[[1,-2]]", "[\"a\",3]",
+                          "[[]]", "[\"a\",[151669]]"})
     expect_field_error(C, R"({"model":"m","prompt":)" + std::string(ids) + "}", "prompt");
+  // Several prompts, strings and id arrays mixed, are read in order.
+  auto several = parse(C, R"({"model":"m","prompt":["a",[1,2],"b"]})");
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(several)) << std::get<ApiError>(several).message;
+  const auto& prompts = std::get<ApiRequest>(several).prompts;
+  ASSERT_EQ(prompts.size(), 3u);
+  EXPECT_EQ(prompts[0].text, "a");
+  EXPECT_EQ(prompts[1].ids, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(prompts[2].text, "b");
   // S6: logit_bias keys and values.
   for (const char* bias : {R"({"-5":1})", R"({"151669":1})", R"({"abc":1})", R"({"5":"x"})", R"({"5":1e39})",
                            R"({"5":101})", R"({"":1})", R"({" 5":1})", "[1]"})
@@ -257,7 +267,8 @@ TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
       ++accepted;
       EXPECT_GE(request->n, 1u);
       EXPECT_LE(request->n, 8u);
-      for (uint32_t id : request->prompt_ids) EXPECT_LT(id, kVocab);
+      for (const ApiRequest::Prompt& prompt : request->prompts)
+        for (uint32_t id : prompt.ids) EXPECT_LT(id, kVocab);
       for (const LogitBias& bias : request->logit_bias) EXPECT_LT(bias.token, kVocab);
       EXPECT_GE(request->max_tokens.value_or(1), 1u);
       const float temperature = request->temperature.value_or(0);
