@@ -56,12 +56,12 @@ std::variant<float, ApiError> real_number(const Json& value, const std::string& 
 // OpenAI fields that cannot change the output here (bookkeeping, routing and caching hints for
 // OpenAI's own service): accepted, ignored. docs/SERVER.md's field table lists every field.
 const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store", "service_tier", "prompt_cache_key",
-                                                     "safety_identifier"};
+                                                     "safety_identifier", "prediction"};
 
 // OpenAI fields Kipp does not implement, for either endpoint.
 const std::set<std::string, std::less<>> kUnsupported = {
     "echo",       "best_of",          "suffix",         "functions",
-    "function_call", "prediction", "audio",
+    "function_call", "audio",
     "reasoning_effort", "web_search_options", "logprobs_format", "verbosity", "stream_format"};
 
 class Reader {
@@ -315,9 +315,12 @@ class Reader {
   std::optional<ApiError> read_stream_options(const Json& value) {
     if (!value.is_object()) return field_error("stream_options", "must be an object");
     for (const auto& [key, option] : value.items()) {
-      if (key != "include_usage") return field_error("stream_options." + key, "is not supported by Kipp");
-      if (!option.is_boolean()) return field_error("stream_options.include_usage", "must be true or false");
-      out_.include_usage = option.get<bool>();
+      if (key != "include_usage" && key != "include_obfuscation")
+        return field_error("stream_options." + key, "is not supported by Kipp");
+      if (!option.is_boolean()) return field_error("stream_options." + key, "must be true or false");
+      // include_obfuscation pads chunks against length side channels on OpenAI's service; no
+      // padding is added here, and the text is the same either way.
+      if (key == "include_usage") out_.include_usage = option.get<bool>();
     }
     return std::nullopt;
   }
