@@ -124,6 +124,17 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   expect_field_error(Endpoint::completions, completion_with(R"("json_schema":"{}")"), "json_schema");
 }
 
+TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
+  auto chat = parse(Endpoint::chat, chat_with(R"("prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
+                                              R"("safety_identifier":"s","stream":true,)"
+                                              R"("stream_options":{"include_usage":true,"include_obfuscation":false})"));
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(chat)) << std::get<ApiError>(chat).message;
+  EXPECT_TRUE(std::get<ApiRequest>(chat).include_usage);
+  EXPECT_TRUE(std::get<ApiRequest>(chat).ignored_fields.empty());
+  for (const char* changes : {R"("reasoning_effort":"low")", R"("verbosity":"low")", R"("audio":{})"})
+    EXPECT_EQ(error_of(Endpoint::chat, chat_with(changes)).status, 400) << changes;
+}
+
 TEST(ApiRequest, IgnoreUnknownFieldsAcceptsAndListsThem) {
   ApiLimits lenient = limits();
   lenient.ignore_unknown_fields = true;
