@@ -396,6 +396,7 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
 
   ChoiceUpdate update;
   update.choice = sequence.choice;
+  update.generated = sequence.generated;
   const bool is_stop_token = std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end();
   std::optional<FinishReason> finish;
   if (is_stop_token) {

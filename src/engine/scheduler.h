@@ -55,6 +55,7 @@ struct ChoiceUpdate {
   std::string text;
   std::vector<TokenReport> tokens;     // only when the request asked for logprobs
   std::vector<AddedTokenMark> added;   // added tokens decoded with this update (offsets in the choice's text)
+  uint32_t generated = 0;              // tokens the choice has sampled so far, this update's included
   std::optional<FinishReason> finish;  // set on the choice's last update
 };
 

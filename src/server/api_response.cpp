@@ -51,11 +51,13 @@ const char* finish_reason_text(FinishReason reason) {
   return reason == FinishReason::length ? "length" : "stop";
 }
 
-Json usage_json(const RequestReport& report) {
-  return {{"prompt_tokens", report.prompt_tokens},
-          {"completion_tokens", report.completion_tokens},
-          {"total_tokens", report.prompt_tokens + report.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", report.cached_tokens}}}};
+Json usage_json(const RequestReport& report, std::optional<uint32_t> reasoning_tokens) {
+  Json usage = {{"prompt_tokens", report.prompt_tokens},
+                {"completion_tokens", report.completion_tokens},
+                {"total_tokens", report.prompt_tokens + report.completion_tokens},
+                {"prompt_tokens_details", {{"cached_tokens", report.cached_tokens}}}};
+  if (reasoning_tokens) usage["completion_tokens_details"] = {{"reasoning_tokens", *reasoning_tokens}};
+  return usage;
 }
 
 Json timings_json(const RequestReport& report) {

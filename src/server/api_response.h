@@ -31,7 +31,8 @@ ResponseHeader new_response_header(Endpoint endpoint, const std::string& model);
 // "stop" or "length" (a cancelled choice is never reported: its client is gone).
 const char* finish_reason_text(FinishReason reason);
 
-Json usage_json(const RequestReport& report);
+// `reasoning_tokens` (chat): sampled inside think blocks, over all choices.
+Json usage_json(const RequestReport& report, std::optional<uint32_t> reasoning_tokens = std::nullopt);
 Json timings_json(const RequestReport& report);
 
 // Logprobs of `tokens` in the endpoint's shape; `text_offset` is where the first token's text

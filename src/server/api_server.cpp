@@ -44,12 +44,14 @@ class Responder : public std::enable_shared_from_this<Responder> {
   // tool_choice is "none"); `tool_counts` counts them for /metrics.
   Responder(ResponseHeader header, const ApiRequest& request, const Tokenizer& tokenizer,
             std::shared_ptr<HttpExchange> exchange, ReasoningSplitter::Start thinking,
-            const ToolCallTokens* tool_tokens, ToolCallCounts& tool_counts, uint32_t choice_count)
+            const ToolCallTokens* tool_tokens, ToolCallCounts& tool_counts, uint32_t choice_count,
+            std::optional<uint32_t> think_close)
       : header_(std::move(header)),
         stream_(request.stream),
         include_usage_(request.include_usage),
         logprobs_(request.logprobs),
         parallel_tool_calls_(request.parallel_tool_calls),
+        think_close_(think_close),
         tokenizer_(tokenizer),
         exchange_(std::move(exchange)),
         tool_counts_(tool_counts),
@@ -111,12 +113,20 @@ class Responder : public std::enable_shared_from_this<Responder> {
       choice.splitter.finish(reasoning, content);
       choice.finish = *update.finish;
     }
+    // Reasoning tokens: those up to </think>; all of them when the answer never left its think
+    // block (cut by max_tokens there, it stays reasoning).
+    choice.generated = update.generated;
+    for (const AddedTokenMark& mark : update.added)
+      if (think_close_ && mark.id == *think_close_ && !choice.reasoning_tokens) choice.reasoning_tokens = update.generated;
     const size_t offset = choice.characters;
     choice.text += update.text;
     for (const TokenReport& token : update.tokens)
       for (unsigned char c : token.text) choice.characters += (c & 0xC0) != 0x80;
     choice.reasoning += reasoning;
     choice.content += content;
+    if (update.finish && !choice.reasoning_tokens && !choice.reasoning.empty() && choice.content.empty() &&
+        choice.calls.empty())
+      choice.reasoning_tokens = choice.generated;
     for (const TokenReport& token : update.tokens) choice.tokens.push_back(token);
     if (!stream_) return;
     if (header_.endpoint == Endpoint::chat)
@@ -171,7 +181,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
       }
       if (include_usage_) {
         Json chunk = response_envelope(header_, true);
-        chunk["usage"] = usage_json(report);
+        chunk["usage"] = usage_json(report, reasoning_tokens());
         send(sse_event(chunk));
       }
       send("data: [DONE]\n\n");
@@ -201,7 +211,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
       }
       body["choices"].push_back(std::move(entry));
     }
-    body["usage"] = usage_json(report);
+    body["usage"] = usage_json(report, reasoning_tokens());
     body["timings"] = timings_json(report);
     if (!unenforced_.is_null()) body["x_kipp_unenforced"] = unenforced_;
     exchange_->respond(json_response(200, body, headers_));
@@ -221,12 +231,22 @@ class Responder : public std::enable_shared_from_this<Responder> {
     ReasoningSplitter splitter;
     std::optional<ToolCallExtractor> extractor;
     std::vector<IdentifiedCall> calls;
+    uint32_t generated = 0;                   // tokens sampled so far
+    std::optional<uint32_t> reasoning_tokens;  // set once the think block is closed (or never left)
     std::string text, reasoning, content;
     std::vector<TokenReport> tokens;
     size_t characters = 0;  // in the logprob tokens so far: where the next one's text_offset is
     FinishReason finish = FinishReason::length;
     bool announced = false;  // chat: the role went out with the first delta
   };
+
+  // usage.completion_tokens_details.reasoning_tokens, for chat answers.
+  std::optional<uint32_t> reasoning_tokens() const {
+    if (header_.endpoint != Endpoint::chat) return std::nullopt;
+    uint32_t total = 0;
+    for (const Choice& choice : choices_) total += choice.reasoning_tokens.value_or(0);
+    return total;
+  }
 
   // OpenAI's ids look like call_ and 24 letters and digits; clients only echo them back.
   std::string new_call_id() {
@@ -263,6 +283,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
 
   const ResponseHeader header_;
   const bool stream_, include_usage_, logprobs_, parallel_tool_calls_;
+  const std::optional<uint32_t> think_close_;  // the </think> token, when the tokenizer has one
   // What a non-strict schema left unenforced: the x-kipp-unenforced header and a body field.
   Json unenforced_;
   HttpHeaders headers_;
@@ -286,7 +307,8 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
-    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)) {
+    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)),
+      think_tokens_(find_think_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
   worker_ = std::thread([this] { work(); });
@@ -503,7 +525,8 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
   if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
   auto responder = std::make_shared<Responder>(new_response_header(endpoint, config_.model_names.front()), request, tokenizer_,
                                                exchange, thinking, calls_possible ? &tool_tokens_.value() : nullptr, tool_counts_,
-                                               uint32_t(prompts.size() * request.n));
+                                               uint32_t(prompts.size() * request.n),
+                                               think_tokens_ ? std::optional<uint32_t>(think_tokens_->close) : std::nullopt);
   // Several prompts are several scheduler requests, scheduled together; their choices are
   // numbered prompt by prompt (choice i of prompt p is index p * n + i, sampled with seed + that
   // index), and the response is done when all of them are.

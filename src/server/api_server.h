@@ -68,6 +68,7 @@ class ApiServer {
   RejectionCounts rejected_;
   const Result<ToolCallTokens> tool_tokens_;  // an error when the tokenizer has no call tokens: tools are refused
   ToolCallCounts tool_counts_;
+  const Result<ThinkTokens> think_tokens_;  // for reasoning_tokens; an error for a tokenizer without them
 
   std::mutex pending_mutex_;  // guards pending_ and stopping_
   std::condition_variable pending_ready_;

@@ -1,9 +1,10 @@
 // Tool calling through the official `openai` npm client against a real `kipp serve` on the tiny
 // synthetic checkpoint: tool_choice in all four forms, streamed and not, calls checked by `ajv`
 // against the function's parameter schema, deltas reassembled into the non-streamed message,
-// the <tool_call> token told apart from the same text, a multi-turn tool loop, and the refusals.
+// the <tool_call> token told apart from the same text, a multi-turn tool loop, the refusals, and
+// reasoning on a thinking checkpoint (usage.reasoning_tokens, a think block cut by max_tokens).
 //
-//   node tool_calls_test.mjs KIPP INSTRUCT_MODEL
+//   node tool_calls_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { after, before, describe, test } from 'node:test';
@@ -14,9 +15,9 @@ import { metric, metrics, startServer } from './server_process.mjs';
 const require = createRequire(import.meta.url);
 const Ajv2020 = require('ajv/dist/2020').default;
 
-const [kipp, instructModel] = process.argv.slice(2);
-if (!instructModel) {
-  console.error('usage: tool_calls_test.mjs KIPP INSTRUCT_MODEL');
+const [kipp, instructModel, thinkingModel] = process.argv.slice(2);
+if (!thinkingModel) {
+  console.error('usage: tool_calls_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL');
   process.exit(2);
 }
 const MODEL = 'kipp-test/qwen3-tiny';
@@ -163,5 +164,47 @@ describe('tool calling through the openai client', () => {
     }
     await assert.rejects(client.completions.create({ model: MODEL, prompt: 'x', tools: TOOLS }),
       (error) => error.status === 400 && error.param === 'tools');
+  });
+});
+
+describe('reasoning on a thinking checkpoint', () => {
+  test('a think block cut by max_tokens stays reasoning; reasoning_tokens are counted; history reasoning is read', async () => {
+    const server = await startServer(kipp, thinkingModel);
+    try {
+      const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+      const THINKING = 'kipp-test/qwen3-tiny-thinking-2507';
+      const history = [{ role: 'user', content: 'Q1' },
+        { role: 'assistant', content: 'A1', reasoning: 'earlier thinking' }, { role: 'user', content: 'Q2' }];
+      for (const stream of [false, true]) {
+        const request = { model: THINKING, messages: history, max_tokens: 6, temperature: 0, logit_bias: { 151668: -100 } };
+        let reasoning = '', content = '', usage;
+        if (stream) {
+          for await (const chunk of await client.chat.completions.create({ ...request, stream: true,
+            stream_options: { include_usage: true } })) {
+            if (chunk.usage) usage = chunk.usage;
+            for (const choice of chunk.choices) {
+              reasoning += choice.delta.reasoning_content ?? '';
+              content += choice.delta.content ?? '';
+            }
+          }
+        } else {
+          const answer = await client.chat.completions.create(request);
+          reasoning = answer.choices[0].message.reasoning_content ?? '';
+          content = answer.choices[0].message.content;
+          assert.equal(answer.choices[0].finish_reason, 'length');
+          usage = answer.usage;
+        }
+        assert.ok(reasoning.length > 0, 'the cut answer is reasoning');
+        assert.equal(content, '');
+        assert.equal(usage.completion_tokens_details.reasoning_tokens, usage.completion_tokens);
+      }
+      // An answer that closes its think block counts the tokens up to </think>, and no more.
+      const closed = await client.chat.completions.create({ model: THINKING, messages: history, max_tokens: 12,
+        temperature: 0, logit_bias: { 151668: 100 }, logprobs: true });
+      const tokens = closed.choices[0].logprobs.content.map((t) => t.token);
+      assert.equal(closed.usage.completion_tokens_details.reasoning_tokens, tokens.indexOf('</think>') + 1);
+    } finally {
+      await server.stop();
+    }
   });
 });
