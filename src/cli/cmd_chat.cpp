@@ -1,9 +1,11 @@
 // `kipp chat --model FILE [--system S] [--no-thinking] [--hide-thinking] [-n N] [sampling flags]
-// [--json-schema F | --grammar F]`: an interactive multi-turn chat (every answer follows the schema
-// or grammar when one is given, after the thinking). Each turn renders the whole conversation with the chat
-// template, keeps the longest prefix of it already in the KV cache and evaluates only the rest.
-// Thinking is shown dimmed (or hidden); /reset starts over, /exit (or end of input) quits, and
-// Ctrl-C stops the answer being written without leaving.
+// [--json-schema F | --grammar F] [--tools T.json [--tool-choice C]]`: an interactive multi-turn
+// chat (every answer follows the schema or grammar when one is given, after the thinking). Each
+// turn renders the whole conversation with the chat template, keeps the longest prefix of it
+// already in the KV cache and evaluates only the rest. Thinking is shown dimmed (or hidden);
+// /reset starts over, /exit (or end of input) quits, and Ctrl-C stops the answer being written
+// without leaving. With tools, the model's calls are shown and the user types each result, which
+// goes back as a tool message before the model answers again: a tool loop by hand.
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,10 +22,15 @@
 #include "cli/commands.h"
 #include "cli/constraint_flags.h"
 #include "cli/sampling_flags.h"
+#include "engine/chat_messages.h"
 #include "engine/chat_template.h"
+#include "engine/constraint_cache.h"
 #include "engine/generator.h"
+#include "engine/tool_calls.h"
+#include "grammar/json_schema.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
+#include "util/files.h"
 
 namespace kipp::cli {
 namespace {
@@ -32,7 +39,7 @@ std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted.store(true); }
 
 struct ChatArgs {
-  std::string model, system;
+  std::string model, system, tools, tool_choice = "auto";
   uint32_t max_tokens = 2048, context = 8192;
   bool no_thinking = false, hide_thinking = false;
   SamplingFlags sampling;
@@ -85,12 +92,53 @@ class AnswerPrinter {
   bool thinking_, hide_, terminal_;
 };
 
+// The tools of `kipp chat --tools`, and how answers may call them.
+struct ChatToolSetup {
+  std::vector<ChatTool> tools;  // empty: no tools
+  ToolCallTokens tokens;
+  bool calls_possible = false;  // tool_choice is not "none"
+  std::shared_ptr<grammar::TokenMasks> forced;  // required or a named function: every answer is a call
+  std::optional<TokenFrame> frame;
+};
+
+Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokenizer, SamplingParams& sampling) {
+  ChatToolSetup setup;
+  if (args.tools.empty()) {
+    if (args.tool_choice != "auto") return fail("--tool-choice needs --tools");
+    return setup;
+  }
+  KIPP_ASSIGN(const std::string text, read_text_file(args.tools));
+  const nlohmann::ordered_json json = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) return fail(args.tools, ": not valid JSON");
+  auto tools = parse_chat_tools(json);
+  if (!tools) return with_context(args.tools, tools.error());
+  setup.tools = std::move(*tools);
+  KIPP_ASSIGN(setup.tokens, find_tool_call_tokens(tokenizer));
+  setup.calls_possible = args.tool_choice != "none";
+  if (args.tool_choice == "none") sampling.banned.push_back(setup.tokens.open);
+  if (args.tool_choice == "auto" || args.tool_choice == "none") return setup;
+  if (args.constraint.given()) return fail("--tool-choice ", args.tool_choice, " and a schema or grammar cannot both shape the answer");
+  const bool any = args.tool_choice == "required";
+  KIPP_ASSIGN(ForcedCall forced, forced_call_schema(setup.tools, any ? "" : args.tool_choice));
+  grammar::SchemaOptions options;
+  options.strict = forced.strict;
+  KIPP_ASSIGN(grammar::CompiledSchema compiled, grammar::compile_json_schema(nlohmann::json(forced.schema), options));
+  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(compiled.grammar)));
+  setup.forced = std::make_shared<grammar::TokenMasks>(std::move(automaton), constrained_vocabulary(tokenizer));
+  setup.frame = TokenFrame{setup.tokens.open, setup.tokens.close, any};
+  return setup;
+}
+
 class Chat {
  public:
   Chat(const ChatArgs& args, const ModelFile& model, BackendModel& backend, BackendSession& session,
-       const Tokenizer& tokenizer, SamplingParams sampling, std::shared_ptr<grammar::TokenMasks> constraint)
+       const Tokenizer& tokenizer, SamplingParams sampling, std::shared_ptr<grammar::TokenMasks> constraint,
+       ChatToolSetup tools)
       : args_(args), c_(model.checkpoint()), backend_(backend), session_(session), tokenizer_(tokenizer),
-        sampling_(std::move(sampling)), stop_ids_(c_.stop_ids()), constraint_(std::move(constraint)) {
+        sampling_(std::move(sampling)), stop_ids_(c_.stop_ids()), constraint_(std::move(constraint)),
+        tools_(std::move(tools)) {
+    for (const ChatTool& tool : tools_.tools) tool_lines_.push_back(tool.line);
+    if (tools_.forced) constraint_ = tools_.forced;
     reset();
   }
 
@@ -101,11 +149,31 @@ class Chat {
     cached_.clear();
   }
 
-  // One user turn: the answer streamed to stdout, the reuse figures to stderr.
+  // One user turn: the answer streamed to stdout, the reuse figures to stderr. While the model
+  // calls tools, each call's result is read from the user and the model answers again (freely:
+  // --tool-choice forces only the answer to the user's message, or the loop would never end).
   Status turn(const std::string& text) {
     messages_.push_back({"user", text, std::nullopt, {}});
+    KIPP_ASSIGN(std::vector<ToolCall> calls, answer(true));
+    while (!calls.empty()) {
+      for (const ToolCall& call : calls) {
+        std::printf("result of %s> ", call.name.c_str());
+        std::fflush(stdout);
+        std::string result;
+        if (!std::getline(std::cin, result)) return {};
+        messages_.push_back({"tool", result, std::nullopt, {}});
+      }
+      KIPP_ASSIGN(calls, answer(false));
+    }
+    return {};
+  }
+
+ private:
+  // One answer to the conversation so far, kept in it; the calls it made (none without tools).
+  Result<std::vector<ToolCall>> answer(bool to_user) {
     ChatOptions options;
     options.enable_thinking = !args_.no_thinking;
+    options.tools = tool_lines_;
     auto prompt_text = render_chat(c_.variant, messages_, options);
     if (!prompt_text) return drop_turn(prompt_text.error());
     auto prompt = tokenizer_.encode(*prompt_text);
@@ -125,8 +193,10 @@ class Chat {
     generate_options.sampling = sampling_;
     generate_options.sampling.seed += turns_++;  // a fresh draw each turn, still reproducible
     generate_options.cancelled = [] { return interrupted.load(); };
-    generate_options.constraint = constraint_;
+    const bool forced = tools_.forced && to_user;
+    generate_options.constraint = tools_.forced && !forced ? nullptr : constraint_;
     generate_options.constraint_start = chat_constraint_start(c_.variant, !args_.no_thinking);
+    if (forced) generate_options.constraint_frame = tools_.frame;
     GenerateContext context{backend_, session_, tokenizer_, stop_ids_};
     AnswerPrinter printer(c_.variant == Variant::thinking_2507, args_.hide_thinking, isatty(STDOUT_FILENO));
     auto answer = generate(context, suffix, generate_options, [&](std::string_view piece) { printer.print(piece); });
@@ -138,19 +208,46 @@ class Chat {
     cached_.insert(cached_.end(), answer->tokens.begin(), answer->tokens.end());
     cached_.resize(session_.length());
     std::string content = answer->text;
+    std::vector<ToolCall> calls;
+    if (tools_.calls_possible) {
+      KIPP_ASSIGN(content, take_calls(answer->tokens, calls));
+    }
     if (c_.variant == Variant::thinking_2507) content = "<think>\n" + content;  // the prompt opened it
-    messages_.push_back({"assistant", content, std::nullopt, {}});
+    ChatMessage said{"assistant", content, std::nullopt, {}};
+    for (const ToolCall& call : calls) {
+      std::printf("[call %s %s]\n", call.name.c_str(), call.arguments.c_str());
+      said.tool_calls.push_back({call.name, call.arguments});
+    }
+    messages_.push_back(std::move(said));
     const GenerationTimings& t = answer->timings;
     std::fprintf(stderr, "[%zu prompt tokens reused, %u evaluated; %u generated at %.1f tok/s; %s]\n", reused,
                  t.prompt_tokens, t.generated_tokens,
                  t.decode_seconds > 0 ? t.generated_tokens / t.decode_seconds : 0.0,
                  std::string(finish_reason_name(answer->finish)).c_str());
-    return {};
+    return calls;
   }
 
- private:
-  // A turn that could not run leaves the conversation as it was.
-  Status drop_turn(Error error) {
+  // The answer's text without its calls, found by token: the tokens decoded again, with the
+  // marks of their added tokens, through the same extractor the server uses.
+  Result<std::string> take_calls(std::span<const uint32_t> tokens, std::vector<ToolCall>& calls) const {
+    OutputText replay(tokenizer_, {});
+    std::string text;
+    std::vector<AddedTokenMark> marks;
+    for (uint32_t token : tokens) {
+      if (std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) break;
+      KIPP_TRY(replay.push(token, text, &marks));
+    }
+    replay.finish(text);
+    ToolCallExtractor extractor(tools_.tokens);
+    ToolCallExtractor::Output found;
+    extractor.push(text, marks, found);
+    extractor.finish(found);
+    calls = std::move(found.calls);
+    return std::move(found.text);
+  }
+
+  // An answer that could not run leaves the conversation as it was.
+  Error drop_turn(Error error) {
     messages_.pop_back();
     return error;
   }
@@ -165,6 +262,8 @@ class Chat {
   std::vector<ChatMessage> messages_;
   std::vector<uint32_t> cached_;  // the tokens in the session's KV cache, in order
   std::shared_ptr<grammar::TokenMasks> constraint_;  // every answer follows it, when given
+  ChatToolSetup tools_;
+  std::vector<std::string> tool_lines_;  // as the template prints them
   uint64_t turns_ = 0;
 };
 
@@ -186,7 +285,8 @@ Status run_chat(const ChatArgs& args) {
   sigaction(SIGINT, &action, nullptr);
 
   KIPP_ASSIGN(std::shared_ptr<grammar::TokenMasks> constraint, args.constraint.masks_for(tokenizer));
-  Chat chat(args, *model, *backend, *session, tokenizer, sampling, std::move(constraint));
+  KIPP_ASSIGN(ChatToolSetup tools, set_up_tools(args, tokenizer, sampling));
+  Chat chat(args, *model, *backend, *session, tokenizer, sampling, std::move(constraint), std::move(tools));
   std::fprintf(stderr, "kipp chat: %s on %s, seed %llu. /reset starts over, /exit quits, Ctrl-C stops an answer.\n",
                std::string(c.id).c_str(), backend->describe().c_str(), static_cast<unsigned long long>(sampling.seed));
   std::string line;
@@ -220,6 +320,10 @@ Command add_chat_command(CLI::App& app) {
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens per answer (default 2048)");
   sub->add_option("--context", args->context,
                   "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
+  sub->add_option("--tools", args->tools,
+                  "A JSON file holding a request's tools array: the model may call them; you type each result");
+  sub->add_option("--tool-choice", args->tool_choice,
+                  "auto (default), none (no call can start), required (every answer is a call) or a function's name");
   args->sampling.add_to(*sub);
   args->constraint.add_to(*sub);
   args->backend.add_to(*sub);

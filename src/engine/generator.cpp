@@ -51,7 +51,7 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   std::optional<TokenConstraint> constraint;
   if (options.constraint) {
     KIPP_ASSIGN(const ThinkTokens think, find_think_tokens(c.tokenizer));
-    constraint.emplace(options.constraint, options.constraint_start, c.stop_ids, think);
+    constraint.emplace(options.constraint, options.constraint_start, c.stop_ids, think, options.constraint_frame);
   }
   // The next token from a row of logits, from the tokens the constraint allows when there is one.
   const auto next_token = [&](const float* row_logits) -> Result<uint32_t> {

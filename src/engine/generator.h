@@ -38,6 +38,7 @@ struct GenerateOptions {
   // `constraint_start` on.
   std::shared_ptr<grammar::TokenMasks> constraint;
   ConstraintStart constraint_start = ConstraintStart::at_once;
+  std::optional<TokenFrame> constraint_frame;  // a forced tool call: the grammar between <tool_call> tags
 };
 
 struct GenerationTimings {

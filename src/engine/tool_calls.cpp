@@ -15,6 +15,25 @@ Result<ToolCallTokens> find_tool_call_tokens(const Tokenizer& tokenizer) {
   return tokens;
 }
 
+Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const std::string& only) {
+  using Json = nlohmann::ordered_json;
+  if (tools.empty()) return fail("a call is forced, but no tools are offered");
+  ForcedCall forced;
+  Json alternatives = Json::array();
+  for (const ChatTool& tool : tools) {
+    if (!only.empty() && tool.name != only) continue;
+    Json arguments = tool.parameters.empty() ? Json{{"type", "object"}} : tool.parameters;
+    alternatives.push_back({{"type", "object"},
+                            {"properties", {{"name", {{"const", tool.name}}}, {"arguments", std::move(arguments)}}},
+                            {"required", {"name", "arguments"}},
+                            {"additionalProperties", false}});
+    forced.strict = forced.strict && tool.strict;
+  }
+  if (alternatives.empty()) return fail("names the function '", only, "', which the tools do not offer");
+  forced.schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", alternatives}};
+  return forced;
+}
+
 ToolCallExtractor::ToolCallExtractor(uint32_t open_token, uint32_t close_token, std::string open_tag,
                                      std::string close_tag)
     : open_token_(open_token), close_token_(close_token), open_tag_(std::move(open_tag)), close_tag_(std::move(close_tag)) {}

@@ -21,6 +21,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "engine/chat_messages.h"
 #include "engine/output_text.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -39,6 +42,16 @@ struct ToolCallTokens {
 };
 // Looks them up in the tokenizer; an error when it has no such single added tokens.
 Result<ToolCallTokens> find_tool_call_tokens(const Tokenizer& tokenizer);
+
+// The JSON Schema of a forced call (tool_choice "required", or one named function): an object
+// {"name": <one of the tools>, "arguments": <that tool's parameters>}, as the chat template shows
+// calls. `only` names the one function, or is empty for any of them. `strict` is set when every
+// function included asked for strict enforcement. An error when `only` is not among the tools.
+struct ForcedCall {
+  nlohmann::ordered_json schema;
+  bool strict = true;
+};
+Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const std::string& only);
 
 class ToolCallExtractor {
  public:

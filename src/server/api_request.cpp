@@ -8,6 +8,7 @@
 #include <set>
 
 #include "engine/chat_messages.h"
+#include "engine/tool_calls.h"
 #include "grammar/gbnf.h"
 
 namespace kipp::server {
@@ -290,23 +291,11 @@ class Reader {
     const ToolChoice choice = out_.tool_choice;
     if (choice != ToolChoice::required && choice != ToolChoice::named) return std::nullopt;
     if (out_.tools.empty()) return field_error("tool_choice", "forces a call, but the request offers no tools");
-    Json alternatives = Json::array();
-    bool strict = true;
-    for (const ChatTool& tool : out_.tools) {
-      if (choice == ToolChoice::named && tool.name != out_.tool_choice_name) continue;
-      Json arguments = tool.parameters.empty() ? Json{{"type", "object"}} : tool.parameters;
-      alternatives.push_back({{"type", "object"},
-                              {"properties", {{"name", {{"const", tool.name}}}, {"arguments", std::move(arguments)}}},
-                              {"required", {"name", "arguments"}},
-                              {"additionalProperties", false}});
-      strict = strict && tool.strict;
-    }
-    if (alternatives.empty())
-      return field_error("tool_choice", "names the function '" + out_.tool_choice_name + "', which tools does not offer");
+    auto forced = forced_call_schema(out_.tools, choice == ToolChoice::named ? out_.tool_choice_name : "");
+    if (!forced) return field_error("tool_choice", forced.error().message);
     if (structured_field_)
       return field_error("tool_choice", "a forced call and " + structured_field_->field + " cannot both shape the answer");
-    StructuredField field{"tool_choice", StructuredField::Kind::json_schema,
-                          alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", alternatives}}, "", strict};
+    StructuredField field{"tool_choice", StructuredField::Kind::json_schema, std::move(forced->schema), "", forced->strict};
     field.tool_call = true;
     structured_field_ = std::move(field);
     return std::nullopt;

@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import sys
 import unittest
 
@@ -365,6 +366,40 @@ class Chat(unittest.TestCase):
         os.write(fd, b"/exit\n")
         _, status = os.waitpid(pid, 0)
         self.assertEqual(os.waitstatus_to_exitcode(status), 0)
+
+    def test_tools_a_forced_call_its_typed_result_and_the_answer_after_it(self):
+        """`kipp chat --tools`: the model's call is shown, the typed result goes back as a tool turn,
+        and the model answers again; the prompt of that answer is the template's rendering of the
+        whole loop (checked through `kipp template`)."""
+        scratch = tempfile.mkdtemp(dir=ARGS.scratch)
+        tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+            "type": "object", "properties": {"city": {"type": "string", "maxLength": 10}},
+            "required": ["city"], "additionalProperties": False}}}]
+        tools_file = os.path.join(scratch, "tools.json")
+        with open(tools_file, "w") as f:
+            json.dump(tools, f)
+        run = subprocess.run([ARGS.kipp, "chat", "--model", self.MODEL, "--tools", tools_file, "--tool-choice",
+                              "get_weather", "--no-thinking", "-n", "300", "--seed", "3"],
+                             input="Weather in Paris?\n{\"temp\": 21}\n/exit\n", capture_output=True, text=True,
+                             timeout=300)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        calls = [line for line in run.stdout.splitlines() if line.startswith("[call get_weather ")]
+        self.assertEqual(len(calls), 1, run.stdout)
+        arguments = json.loads(calls[0][len("[call get_weather "):-1])
+        self.assertEqual(set(arguments), {"city"})
+        self.assertLessEqual(len(arguments["city"]), 10)
+        self.assertIn("result of get_weather> ", run.stdout)
+        stats = [line for line in run.stderr.splitlines() if " generated at " in line]
+        self.assertEqual(len(stats), 2, run.stderr)  # the forced call, then the answer to its result
+        self.assertTrue(stats[0].endswith("stop_token]"), stats[0])
+        # The second answer's prompt reused the first one's: the loop was rendered into the same
+        # conversation (the call and the typed result after it).
+        reused = int(stats[1].strip("[").split(" ")[0])
+        self.assertGreater(reused, 100, stats[1])
+        bad = subprocess.run([ARGS.kipp, "chat", "--model", self.MODEL, "--tools", tools_file, "--tool-choice", "other"],
+                             input="", capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 1)
+        self.assertIn("'other'", bad.stderr)
 
     def test_base_checkpoints_are_refused(self):
         run = kipp("chat", "--model", os.path.join(ARGS.models, "qwen3-tiny-untied.bf16.gguf"))
