@@ -203,6 +203,15 @@ describe('reasoning on a thinking checkpoint', () => {
         temperature: 0, logit_bias: { 151668: 100 }, logprobs: true });
       const tokens = closed.choices[0].logprobs.content.map((t) => t.token);
       assert.equal(closed.usage.completion_tokens_details.reasoning_tokens, tokens.indexOf('</think>') + 1);
+      // A call after the think block: reasoning free, then the forced call, found and returned.
+      for (const stream of [false, true]) {
+        const request = { model: THINKING, messages: history, max_tokens: 400, seed: 5, tools: TOOLS,
+          tool_choice: 'required', logit_bias: { 151668: 100 } };
+        const message = stream ? (await reassemble(await client.chat.completions.create({ ...request, stream: true }))).message
+          : (await client.chat.completions.create(request)).choices[0].message;
+        checkCalls(message.tool_calls, ['get_weather', 'now']);
+        assert.ok(!(message.content ?? '').includes('<tool_call>'));
+      }
     } finally {
       await server.stop();
     }
