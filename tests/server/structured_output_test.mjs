@@ -189,8 +189,9 @@ describe('structured output', () => {
     const cases = [
       [{ response_format: { type: 'xml' } }, 'response_format.type'],
       [{ response_format: { type: 'json_schema' } }, 'response_format.json_schema'],
-      // Both constrain: the second one read is named (the body's keys are read in sorted order).
-      [{ response_format: { type: 'json_object' }, grammar: 'root ::= "a"' }, 'response_format'],
+      // Both constrain: the second one read is named (the body's keys are read in the client's order).
+      [{ response_format: { type: 'json_object' }, grammar: 'root ::= "a"' }, 'grammar'],
+      [{ grammar: 'root ::= "a"', response_format: { type: 'json_object' } }, 'response_format'],
       [{ grammar: 'root ::= "a' }, 'grammar'],
       [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { a: { $ref: '#/nowhere' } } } } } },
         'response_format.json_schema.schema'],
