@@ -154,9 +154,9 @@ class Chat {
   // --tool-choice forces only the answer to the user's message, or the loop would never end).
   Status turn(const std::string& text) {
     messages_.push_back({"user", text, std::nullopt, {}});
-    KIPP_ASSIGN(std::vector<ToolCall> calls, answer(true));
+    KIPP_ASSIGN(std::vector<ChatToolCall> calls, answer(true));
     while (!calls.empty()) {
-      for (const ToolCall& call : calls) {
+      for (const ChatToolCall& call : calls) {
         std::printf("result of %s> ", call.name.c_str());
         std::fflush(stdout);
         std::string result;
@@ -170,7 +170,7 @@ class Chat {
 
  private:
   // One answer to the conversation so far, kept in it; the calls it made (none without tools).
-  Result<std::vector<ToolCall>> answer(bool to_user) {
+  Result<std::vector<ChatToolCall>> answer(bool to_user) {
     ChatOptions options;
     options.enable_thinking = !args_.no_thinking;
     options.tools = tool_lines_;
@@ -208,16 +208,14 @@ class Chat {
     cached_.insert(cached_.end(), answer->tokens.begin(), answer->tokens.end());
     cached_.resize(session_.length());
     std::string content = answer->text;
-    std::vector<ToolCall> calls;
+    std::vector<ChatToolCall> calls;
     if (tools_.calls_possible) {
       KIPP_ASSIGN(content, take_calls(answer->tokens, calls));
     }
     if (c_.variant == Variant::thinking_2507) content = "<think>\n" + content;  // the prompt opened it
     ChatMessage said{"assistant", content, std::nullopt, {}};
-    for (const ToolCall& call : calls) {
-      std::printf("[call %s %s]\n", call.name.c_str(), call.arguments.c_str());
-      said.tool_calls.push_back({call.name, call.arguments});
-    }
+    for (const ChatToolCall& call : calls) std::printf("[call %s %s]\n", call.name.c_str(), call.arguments.c_str());
+    said.tool_calls = calls;
     messages_.push_back(std::move(said));
     const GenerationTimings& t = answer->timings;
     std::fprintf(stderr, "[%zu prompt tokens reused, %u evaluated; %u generated at %.1f tok/s; %s]\n", reused,
@@ -229,7 +227,7 @@ class Chat {
 
   // The answer's text without its calls, found by token: the tokens decoded again, with the
   // marks of their added tokens, through the same extractor the server uses.
-  Result<std::string> take_calls(std::span<const uint32_t> tokens, std::vector<ToolCall>& calls) const {
+  Result<std::string> take_calls(std::span<const uint32_t> tokens, std::vector<ChatToolCall>& calls) const {
     OutputText replay(tokenizer_, {});
     std::string text;
     std::vector<AddedTokenMark> marks;

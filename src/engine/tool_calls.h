@@ -30,11 +30,6 @@
 
 namespace kipp {
 
-struct ToolCall {
-  std::string name;
-  std::string arguments;  // a JSON object's text, as Python's json.dumps writes it (what the template prints back)
-};
-
 // The added tokens that open and close a call, with their text.
 struct ToolCallTokens {
   uint32_t open = 0, close = 0;
@@ -61,7 +56,7 @@ class ToolCallExtractor {
 
   struct Output {
     std::string text;             // not part of any call, in order
-    std::vector<ToolCall> calls;  // completed calls, in order
+    std::vector<ChatToolCall> calls;  // completed calls, in order; arguments as json.dumps writes them
     uint32_t unparsed = 0;        // calls handed on as text
   };
   // `text` continues the answer; `marks` are the added tokens decoded since the last push (their

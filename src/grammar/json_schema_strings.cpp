@@ -39,31 +39,6 @@ std::vector<uint32_t> decode_utf8(std::string_view text) {
   return out;
 }
 
-std::string escape_json_string(std::string_view utf8) {
-  std::string out;
-  for (char c : utf8) {
-    const auto byte = uint8_t(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (byte < 0x20) {
-          out += "\\u00";
-          out += hex_digit(byte >> 4);
-          out += hex_digit(byte);
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
 RuleId JsonStringChars::rule(GrammarBuilder& builder, const CodePointRanges& ranges, bool negated) {
   CodePointRanges set = normalize_code_points(ranges, negated);
   if (auto found = rules_.find(set); found != rules_.end()) return found->second;

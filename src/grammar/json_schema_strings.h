@@ -15,14 +15,12 @@
 
 #include "grammar/grammar.h"
 #include "grammar/regex.h"
+#include "util/python_json.h"  // escape_json_string: the compact spelling of a string's contents
 
 namespace kipp::grammar {
 
 // The code points of valid UTF-8 text (nlohmann has checked schema strings already).
 std::vector<uint32_t> decode_utf8(std::string_view text);
-
-// The compact spelling of a string's contents (without the quotes).
-std::string escape_json_string(std::string_view utf8);
 
 // One character inside a JSON string, from a set of code points; one rule per distinct set.
 class JsonStringChars {

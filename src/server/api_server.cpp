@@ -100,12 +100,12 @@ class Responder : public std::enable_shared_from_this<Responder> {
       found.text = update.text;
     }
     const size_t first_new_call = choice.calls.size();
-    for (ToolCall& call : found.calls) {
+    for (ChatToolCall& call : found.calls) {
       if (!parallel_tool_calls_ && !choice.calls.empty()) {
         ++tool_counts_.dropped;  // parallel_tool_calls: false returns the first call only
         continue;
       }
-      ++tool_counts_.parsed;
+      ++tool_counts_.returned;
       choice.calls.push_back({new_call_id(), std::move(call)});
     }
     choice.splitter.push(found.text, reasoning, content);
@@ -113,20 +113,19 @@ class Responder : public std::enable_shared_from_this<Responder> {
       choice.splitter.finish(reasoning, content);
       choice.finish = *update.finish;
     }
-    // Reasoning tokens: those up to </think>; all of them when the answer never left its think
-    // block (cut by max_tokens there, it stays reasoning).
-    choice.generated = update.generated;
-    for (const AddedTokenMark& mark : update.added)
-      if (think_close_ && mark.id == *think_close_ && !choice.reasoning_tokens) choice.reasoning_tokens = update.generated;
     const size_t offset = choice.characters;
     choice.text += update.text;
     for (const TokenReport& token : update.tokens)
       for (unsigned char c : token.text) choice.characters += (c & 0xC0) != 0x80;
     choice.reasoning += reasoning;
     choice.content += content;
+    // Reasoning tokens: those up to </think>; all of them when the answer never left its think
+    // block (cut by max_tokens there, it stays reasoning).
+    for (const AddedTokenMark& mark : update.added)
+      if (think_close_ && mark.id == *think_close_ && !choice.reasoning_tokens) choice.reasoning_tokens = update.generated;
     if (update.finish && !choice.reasoning_tokens && !choice.reasoning.empty() && choice.content.empty() &&
         choice.calls.empty())
-      choice.reasoning_tokens = choice.generated;
+      choice.reasoning_tokens = update.generated;
     for (const TokenReport& token : update.tokens) choice.tokens.push_back(token);
     if (!stream_) return;
     if (header_.endpoint == Endpoint::chat)
@@ -220,7 +219,7 @@ class Responder : public std::enable_shared_from_this<Responder> {
  private:
   struct IdentifiedCall {
     std::string id;
-    ToolCall call;
+    ChatToolCall call;
   };
   struct Choice {
     explicit Choice(ReasoningSplitter::Start thinking) : splitter(thinking) {}
@@ -231,7 +230,6 @@ class Responder : public std::enable_shared_from_this<Responder> {
     ReasoningSplitter splitter;
     std::optional<ToolCallExtractor> extractor;
     std::vector<IdentifiedCall> calls;
-    uint32_t generated = 0;                   // tokens sampled so far
     std::optional<uint32_t> reasoning_tokens;  // set once the think block is closed (or never left)
     std::string text, reasoning, content;
     std::vector<TokenReport> tokens;

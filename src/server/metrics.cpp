@@ -76,7 +76,7 @@ std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& 
   e.sample("kipp_requests_rejected_total", "reason=\"overloaded\"", double(rejected.overloaded));
   e.sample("kipp_requests_rejected_total", "reason=\"unauthorized\"", double(rejected.unauthorized));
   e.header("kipp_tool_calls_total", "counter", "Tool calls the model wrote, by what became of them.");
-  e.sample("kipp_tool_calls_total", "outcome=\"returned\"", double(tools.parsed.load()));
+  e.sample("kipp_tool_calls_total", "outcome=\"returned\"", double(tools.returned.load()));
   e.sample("kipp_tool_calls_total", "outcome=\"unparsed\"", double(tools.unparsed.load()));
   e.sample("kipp_tool_calls_total", "outcome=\"dropped\"", double(tools.dropped.load()));
   e.metric("kipp_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.", double(stats.prompt_tokens));

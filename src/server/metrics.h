@@ -20,7 +20,7 @@ struct RejectionCounts {
 
 // Tool calls found in answers (updated on the scheduler thread, read by /metrics).
 struct ToolCallCounts {
-  std::atomic<uint64_t> parsed{0};    // returned as tool_calls
+  std::atomic<uint64_t> returned{0};  // returned as tool_calls
   std::atomic<uint64_t> unparsed{0};  // their JSON did not read (or the answer cut them off): returned as content
   std::atomic<uint64_t> dropped{0};   // beyond the first, with parallel_tool_calls: false
 };

@@ -1,17 +1,14 @@
 #include "server/token_routes.h"
 
+#include "server/api_response.h"
 #include "tokenizer/utf8.h"
 
 namespace kipp::server {
 namespace {
 
-using Json = nlohmann::json;
 
 RouteAnswer bad_request(const std::string& param, const std::string& message) {
-  return {400, {{"error", {{"message", param.empty() ? message : param + ": " + message},
-                           {"type", "invalid_request_error"},
-                           {"param", param.empty() ? Json(nullptr) : Json(param)},
-                           {"code", nullptr}}}}};
+  return {400, error_json(ApiError{400, param.empty() ? message : param + ": " + message, param})};
 }
 
 // A body that must be a JSON object.

@@ -22,7 +22,7 @@ namespace kipp::server {
 // A route's answer: the status and the JSON body (an OpenAI-shaped error when not 200).
 struct RouteAnswer {
   int status = 200;
-  nlohmann::json body;
+  nlohmann::ordered_json body;
 };
 
 RouteAnswer tokenize_route(const Tokenizer& tokenizer, std::string_view body);
@@ -34,6 +34,6 @@ struct PropsInfo {
   uint32_t context = 0;
   uint32_t max_sequences = 0;  // evaluated together: llama.cpp's total_slots
 };
-nlohmann::json props_json(const PropsInfo& info);
+nlohmann::ordered_json props_json(const PropsInfo& info);
 
 }  // namespace kipp::server

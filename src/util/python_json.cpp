@@ -9,25 +9,7 @@ namespace {
 
 void append_string(std::string& out, const std::string& text) {
   out += '"';
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
-          out += escaped;
-        } else {
-          out += c;  // UTF-8 passes through: ensure_ascii=False
-        }
-    }
-  }
+  out += escape_json_string(text);
   out += '"';
 }
 
@@ -100,6 +82,30 @@ std::string python_float_repr(double value) {
   if (point <= 0) return sign + "0." + std::string(size_t(-point), '0') + digits;
   if (size_t(point) >= digits.size()) return sign + digits + std::string(size_t(point) - digits.size(), '0') + ".0";
   return sign + digits.substr(0, size_t(point)) + "." + digits.substr(size_t(point));
+}
+
+std::string escape_json_string(std::string_view utf8) {
+  std::string out;
+  for (const char c : utf8) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned char>(c));
+          out += escaped;
+        } else {
+          out += c;  // UTF-8 passes through: ensure_ascii=False
+        }
+    }
+  }
+  return out;
 }
 
 std::string python_json_dumps(const nlohmann::ordered_json& value) {

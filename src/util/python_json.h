@@ -7,12 +7,18 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace kipp {
 
 std::string python_json_dumps(const nlohmann::ordered_json& value);
+
+// A string's contents (without the quotes) as json.dumps(ensure_ascii=False) writes them, which
+// is also the compact form the JSON Schema grammars accept: \" \\ and the short escapes, other
+// control characters as \u00xx, everything else raw.
+std::string escape_json_string(std::string_view utf8);
 
 // Python's repr() of a float: the shortest digits that read back to the same double, fixed
 // notation for exponents -4 to 15 (always with a fraction: "3.0"), scientific otherwise, with a
