@@ -1,4 +1,4 @@
-// `kipp chat --model FILE [--system S] [--no-thinking] [--hide-thinking] [-n N] [sampling flags]
+// `kipp chat --model FILE [--system S] [--no-thinking] [--thinking-budget N] [--hide-thinking] [-n N] [sampling flags]
 // [--json-schema F | --grammar F] [--tools T.json [--tool-choice C]]`: an interactive multi-turn
 // chat (every answer follows the schema or grammar when one is given, after the thinking). Each
 // turn renders the whole conversation with the chat template, keeps the longest prefix of it
@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,7 @@ extern "C" void on_interrupt(int) { interrupted.store(true); }
 struct ChatArgs {
   std::string model, system, tools, tool_choice = "auto";
   uint32_t max_tokens = 2048, context = 8192;
+  std::optional<uint32_t> thinking_budget;
   bool no_thinking = false, hide_thinking = false;
   SamplingFlags sampling;
   ConstraintFlags constraint;
@@ -195,8 +197,9 @@ class Chat {
     generate_options.cancelled = [] { return interrupted.load(); };
     const bool forced = tools_.forced && to_user;
     generate_options.constraint = tools_.forced && !forced ? nullptr : constraint_;
-    generate_options.constraint_start = chat_constraint_start(c_.variant, !args_.no_thinking);
+    generate_options.answer_start = chat_answer_start(c_.variant, !args_.no_thinking);
     if (forced) generate_options.constraint_frame = tools_.frame;
+    generate_options.thinking_budget = args_.thinking_budget;
     GenerateContext context{backend_, session_, tokenizer_, stop_ids_};
     AnswerPrinter printer(c_.variant == Variant::thinking_2507, args_.hide_thinking, isatty(STDOUT_FILENO));
     auto answer = generate(context, suffix, generate_options, [&](std::string_view piece) { printer.print(piece); });
@@ -316,6 +319,8 @@ Command add_chat_command(CLI::App& app) {
   sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints answer directly)");
   sub->add_flag("--hide-thinking", args->hide_thinking, "Do not print the thinking (it is shown dimmed by default)");
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens per answer (default 2048)");
+  sub->add_option("--thinking-budget", args->thinking_budget,
+                  "Most tokens of thought per answer: then </think> is written for the model and the answer begins");
   sub->add_option("--context", args->context,
                   "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
   sub->add_option("--tools", args->tools,

@@ -6,6 +6,7 @@
 
 #include "engine/output_text.h"
 #include "engine/prompt_lookup.h"
+#include "engine/thinking_budget.h"
 
 namespace kipp {
 namespace {
@@ -51,10 +52,17 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
   std::optional<TokenConstraint> constraint;
   if (options.constraint) {
     KIPP_ASSIGN(const ThinkTokens think, find_think_tokens(c.tokenizer));
-    constraint.emplace(options.constraint, options.constraint_start, c.stop_ids, think, options.constraint_frame);
+    constraint.emplace(options.constraint, options.answer_start, c.stop_ids, think, options.constraint_frame);
   }
-  // The next token from a row of logits, from the tokens the constraint allows when there is one.
+  std::optional<ThinkingBudget> budget;
+  if (options.thinking_budget) {
+    KIPP_ASSIGN(ThinkClosing closing, find_think_closing(c.tokenizer));
+    budget.emplace(*options.thinking_budget, options.answer_start, std::move(closing), !constraint);
+  }
+  // The next token from a row of logits, from the tokens the constraint allows when there is one;
+  // a spent thinking budget names it instead.
   const auto next_token = [&](const float* row_logits) -> Result<uint32_t> {
+    if (const std::optional<uint32_t> forced = budget ? budget->forced() : std::nullopt) return *forced;
     const AllowedTokens* allowed = nullptr;
     if (constraint) {
       const Clock::time_point start = Clock::now();
@@ -84,6 +92,7 @@ Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> 
       if (!out.timings.constraint_seconds.empty())
         out.timings.constraint_seconds.back() += seconds_between(start, Clock::now());
     }
+    if (budget) budget->accept(token, c.tokenizer.token_bytes(token));
     if (std::find(c.stop_ids.begin(), c.stop_ids.end(), token) != c.stop_ids.end()) {
       out.finish = FinishReason::stop_token;
       out.stop = std::string(c.tokenizer.token_bytes(token));

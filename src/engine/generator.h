@@ -34,11 +34,15 @@ struct GenerateOptions {
   // Prompt-lookup drafts verified in one multi-row evaluation (greedy only): the same tokens as
   // plain greedy decoding, fewer evaluation steps when the text repeats its context.
   bool speculative = false;
+  // How the answer opens (thinking first, maybe, or not at all): where the constraint starts
+  // and what the thinking budget counts.
+  ConstraintStart answer_start = ConstraintStart::at_once;
   // Structured output: the answer follows this grammar (see TokenConstraint), from
-  // `constraint_start` on.
+  // `answer_start` on.
   std::shared_ptr<grammar::TokenMasks> constraint;
-  ConstraintStart constraint_start = ConstraintStart::at_once;
   std::optional<TokenFrame> constraint_frame;  // a forced tool call: the grammar between <tool_call> tags
+  // At most this many tokens inside the think block; then it is closed for the answer (ThinkingBudget).
+  std::optional<uint32_t> thinking_budget;
 };
 
 struct GenerationTimings {

@@ -33,6 +33,7 @@ struct Scheduler::Sequence {
   uint32_t generated = 0;
   std::optional<Sampler> sampler;
   std::optional<TokenConstraint> constraint;
+  std::optional<ThinkingBudget> budget;
   std::optional<OutputText> output;
   std::vector<float> logits;
 };
@@ -70,7 +71,8 @@ Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vecto
       options_(options),
       pool_(options.pool_blocks),
       constraints_(tokenizer),
-      think_tokens_(find_think_tokens(tokenizer)) {}
+      think_tokens_(find_think_tokens(tokenizer)),
+      think_closing_(find_think_closing(tokenizer)) {}
 
 Scheduler::~Scheduler() {
   {
@@ -259,8 +261,14 @@ bool Scheduler::try_admit(Request& request) {
     }
     masks = std::move(found).value();
   }
+  if (spec.thinking_budget && !think_closing_) {
+    fail_request(request, "a thinking budget needs the <think> tokens: " + think_closing_.error().message);
+    return true;
+  }
   for (auto& sequence : request.sequences) {
-    if (masks) sequence->constraint.emplace(masks, spec.grammar_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
+    if (masks) sequence->constraint.emplace(masks, spec.answer_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
+    if (spec.thinking_budget)
+      sequence->budget.emplace(*spec.thinking_budget, spec.answer_start, think_closing_.value(), !masks);
     SamplingParams sampling = spec.sampling;
     sampling.seed += sequence->choice;
     auto sampler = Sampler::create(sampling, vocab_);
@@ -382,9 +390,17 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   if (sequence.constraint) {
     KIPP_ASSIGN(allowed, sequence.constraint->allowed());
   }
-  KIPP_ASSIGN(const uint32_t token, sequence.sampler->sample(logits, allowed));
+  // A spent thinking budget names the token that closes the think block; otherwise it is sampled.
+  const std::optional<uint32_t> forced = sequence.budget ? sequence.budget->forced() : std::nullopt;
+  uint32_t token = 0;
+  if (forced) {
+    token = *forced;
+  } else {
+    KIPP_ASSIGN(token, sequence.sampler->sample(logits, allowed));
+  }
   sequence.sampler->accept(token);
   if (sequence.constraint) KIPP_TRY(sequence.constraint->accept(token, tokenizer_.token_bytes(token)));
+  if (sequence.budget) sequence.budget->accept(token, tokenizer_.token_bytes(token));
   sequence.tokens.push_back(token);
   ++sequence.generated;
   ++request.report.completion_tokens;
@@ -403,7 +419,10 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     finish = FinishReason::stop_token;
   } else {
     KIPP_ASSIGN(const bool stopped, sequence.output->push(token, update.text, &update.added));
-    if (stopped) finish = FinishReason::stop_string;
+    if (stopped) {
+      finish = FinishReason::stop_string;
+      update.stop = sequence.output->matched();
+    }
     if (request.spec.logprobs)
       update.tokens.push_back({update.text, logprobs_at_step(logits, token, request.spec.top_logprobs, allowed)});
   }
@@ -413,7 +432,10 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     finish = FinishReason::length;
   if (finish && *finish != FinishReason::stop_string) {
     std::string tail;
-    if (sequence.output->finish(tail)) finish = FinishReason::stop_string;
+    if (sequence.output->finish(tail)) {
+      finish = FinishReason::stop_string;
+      update.stop = sequence.output->matched();
+    }
     update.text += tail;
     if (!update.tokens.empty()) update.tokens.back().text += tail;
   }

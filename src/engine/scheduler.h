@@ -31,6 +31,7 @@
 #include "engine/logprobs.h"
 #include "engine/output_text.h"
 #include "engine/sampler.h"
+#include "engine/thinking_budget.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kipp {
@@ -57,6 +58,7 @@ struct ChoiceUpdate {
   std::vector<AddedTokenMark> added;   // added tokens decoded with this update (offsets in the choice's text)
   uint32_t generated = 0;              // tokens the choice has sampled so far, this update's included
   std::optional<FinishReason> finish;  // set on the choice's last update
+  std::string stop;                    // FinishReason::stop_string: the stop string that matched
 };
 
 struct RequestReport {
@@ -78,11 +80,15 @@ struct CompletionRequest {
   std::vector<std::string> stop;
   bool logprobs = false;
   uint32_t top_logprobs = 0;       // under a grammar: of the constrained distribution
-  // Structured output: every choice follows this grammar from `grammar_start` on. Compiled to a
+  // How the answer opens (thinking first, maybe, or not at all): where a grammar starts and
+  // what a thinking budget counts.
+  ConstraintStart answer_start = ConstraintStart::at_once;
+  // Structured output: every choice follows this grammar from `answer_start` on. Compiled to a
   // matcher on the scheduler thread, once per distinct grammar (ConstraintCache).
   std::shared_ptr<const grammar::Grammar> grammar;
-  ConstraintStart grammar_start = ConstraintStart::at_once;
   std::optional<TokenFrame> grammar_frame;  // forced tool calls: the grammar between <tool_call> tags
+  // At most this many tokens inside the think block; then it is closed for the answer (ThinkingBudget).
+  std::optional<uint32_t> thinking_budget;
   // Both run on the scheduler thread and must not block; on_done runs exactly once, last.
   std::function<void(const ChoiceUpdate&)> on_update;
   std::function<void(const RequestReport&)> on_done;
@@ -159,6 +165,7 @@ class Scheduler {
   KvBlockPool pool_;
   ConstraintCache constraints_;           // scheduler thread only
   const Result<ThinkTokens> think_tokens_;
+  const Result<ThinkClosing> think_closing_;  // for thinking budgets
 
   mutable std::mutex mutex_;  // guards waiting_, stopping_ and stats_
   std::condition_variable wake_;

@@ -14,7 +14,7 @@ size_t AllowedTokens::count() const {
   return count;
 }
 
-ConstraintStart chat_constraint_start(Variant variant, bool enable_thinking) {
+ConstraintStart chat_answer_start(Variant variant, bool enable_thinking) {
   switch (variant) {
     case Variant::instruct: return enable_thinking ? ConstraintStart::maybe_think : ConstraintStart::at_once;
     case Variant::thinking_2507: return ConstraintStart::after_think;

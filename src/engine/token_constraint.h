@@ -43,7 +43,7 @@ enum class ConstraintStart { at_once, after_think, maybe_think };
 // Where a chat answer's constraint starts, from how the checkpoint's template opens the answer:
 // hybrid checkpoints thinking (the model may open <think>), thinking-2507 (the prompt opened it),
 // everything else at once (a raw completion is at_once too).
-ConstraintStart chat_constraint_start(Variant variant, bool enable_thinking);
+ConstraintStart chat_answer_start(Variant variant, bool enable_thinking);
 
 // The added tokens that open and close the reasoning (<think>, </think>).
 struct ThinkTokens {

@@ -511,8 +511,8 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
                                  : ReasoningSplitter::Start::content;
   if (request.structured) {
     work.grammar = request.structured->grammar;
-    work.grammar_start = endpoint == Endpoint::chat
-                             ? chat_constraint_start(config_.variant, request.enable_thinking.value_or(true))
+    work.answer_start = endpoint == Endpoint::chat
+                             ? chat_answer_start(config_.variant, request.enable_thinking.value_or(true))
                              : ConstraintStart::at_once;
     if (request.structured->tool_call)
       work.grammar_frame = TokenFrame{tool_tokens_->open, tool_tokens_->close,

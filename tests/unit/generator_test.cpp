@@ -324,5 +324,42 @@ TEST_F(Generate, SpeculativeDecodingLeavesTheCacheAsPlainDecodingDoes) {
   EXPECT_FALSE(generate(context, *ids, options));  // drafts need greedy
 }
 
+// A budget on a thought the model would not end (</think> biased away): the first `budget`
+// tokens are the unbudgeted run's, then </think> and "\n\n" come, then the answer, the same with
+// prompt-lookup drafts.
+TEST_F(Generate, AThinkingBudgetClosesTheThoughtAndTheAnswerFollows) {
+  auto ids = tokenizer_->encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
+  ASSERT_TRUE(ids);
+  auto close = tokenizer_->encode("</think>");
+  auto separator = tokenizer_->encode("\n\n");
+  auto newline = tokenizer_->encode("\n");
+  ASSERT_TRUE(close && separator && newline);
+  ASSERT_EQ(close->size(), 1u);
+  GenerateOptions options;
+  options.max_tokens = 16;
+  options.sampling.temperature = 0.0f;
+  options.sampling.logit_bias = {{close->front(), -100.0f}, {family::token_im_end, -100.0f},
+                                 {family::token_endoftext, -100.0f}};
+  options.answer_start = ConstraintStart::after_think;
+  const Generation free = run(*ids, options);
+  ASSERT_EQ(free.tokens.size(), 16u);
+  ASSERT_EQ(std::count(free.tokens.begin(), free.tokens.end(), close->front()), 0);
+  constexpr uint32_t budget = 5;
+  options.thinking_budget = budget;
+  for (bool speculative : {false, true}) {
+    options.speculative = speculative;
+    const Generation g = run(*ids, options);
+    ASSERT_EQ(g.tokens.size(), 16u);
+    EXPECT_TRUE(std::equal(g.tokens.begin(), g.tokens.begin() + budget, free.tokens.begin()));
+    // "\n" first unless the thought's last token ended in one.
+    const bool ended_newline = tokenizer_->token_bytes(g.tokens[budget - 1]).back() == '\n';
+    std::vector<uint32_t> closing = ended_newline ? std::vector<uint32_t>{} : *newline;
+    closing.push_back(close->front());
+    closing.insert(closing.end(), separator->begin(), separator->end());
+    EXPECT_TRUE(std::equal(closing.begin(), closing.end(), g.tokens.begin() + budget)) << "speculative " << speculative;
+    EXPECT_NE(g.text.find("</think>\n\n"), std::string::npos) << g.text;
+  }
+}
+
 }  // namespace
 }  // namespace kipp

@@ -1,0 +1,77 @@
+// The thinking budget on its own, with made-up token ids: which tokens it forces and when.
+#include "engine/thinking_budget.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace kipp {
+namespace {
+
+constexpr uint32_t kOpen = 10, kClose = 11, kNewline = 5, kSeparator = 6, kWord = 1, kLine = 2;
+
+ThinkClosing closing() { return ThinkClosing{{kOpen, kClose}, {kNewline}, {kSeparator}}; }
+
+// Takes `tokens` (a kLine token ends in a newline), then whatever the budget forces, and returns
+// what was forced, in order.
+std::vector<uint32_t> forced_after(ThinkingBudget& budget, const std::vector<uint32_t>& tokens) {
+  for (uint32_t token : tokens) {
+    EXPECT_FALSE(budget.forced()) << "forced before the budget was spent";
+    budget.accept(token, token == kLine ? "x\n" : token == kOpen ? "<think>" : "word");
+  }
+  std::vector<uint32_t> forced;
+  while (auto next = budget.forced()) {
+    forced.push_back(*next);
+    budget.accept(*next, "");
+    if (forced.size() > 8) break;
+  }
+  return forced;
+}
+
+TEST(ThinkingBudget, ClosesAnOpenThoughtWithANewlineTheTagAndTheSeparator) {
+  ThinkingBudget budget(3, ConstraintStart::after_think, closing(), true);
+  EXPECT_EQ(forced_after(budget, {kWord, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
+  EXPECT_TRUE(budget.closed_it());
+  budget.accept(kWord, "answer");
+  EXPECT_FALSE(budget.forced()) << "the answer is free once the block is closed";
+}
+
+TEST(ThinkingBudget, NoExtraNewlineWhenTheThoughtEndedOne) {
+  ThinkingBudget budget(2, ConstraintStart::after_think, closing(), true);
+  EXPECT_EQ(forced_after(budget, {kWord, kLine}), (std::vector<uint32_t>{kClose, kSeparator}));
+}
+
+TEST(ThinkingBudget, UnderAGrammarTheSeparatorIsLeftToIt) {
+  ThinkingBudget budget(1, ConstraintStart::after_think, closing(), false);
+  EXPECT_EQ(forced_after(budget, {kWord}), (std::vector<uint32_t>{kNewline, kClose}));
+}
+
+TEST(ThinkingBudget, AModelThatClosesInTimeIsNeverTouched) {
+  ThinkingBudget budget(3, ConstraintStart::after_think, closing(), true);
+  EXPECT_EQ(forced_after(budget, {kWord, kWord, kClose, kWord, kWord, kWord}), std::vector<uint32_t>{});
+  EXPECT_FALSE(budget.closed_it());
+}
+
+TEST(ThinkingBudget, ZeroClosesAtOnceTheTemplatesEmptyBlock) {
+  // thinking-2507: the prompt ends "<think>\n", so the block closes with </think> and "\n\n".
+  ThinkingBudget opened(0, ConstraintStart::after_think, closing(), true);
+  EXPECT_EQ(forced_after(opened, {}), (std::vector<uint32_t>{kClose, kSeparator}));
+  // A hybrid checkpoint that opens <think> itself: "\n" first, as the template writes it.
+  ThinkingBudget hybrid(0, ConstraintStart::maybe_think, closing(), true);
+  EXPECT_EQ(forced_after(hybrid, {kOpen}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
+}
+
+TEST(ThinkingBudget, AnswersThatDoNotThinkAreNotCounted) {
+  ThinkingBudget direct(1, ConstraintStart::maybe_think, closing(), true);
+  EXPECT_EQ(forced_after(direct, {kWord, kWord, kWord}), std::vector<uint32_t>{}) << "no <think>: nothing to close";
+  ThinkingBudget never(0, ConstraintStart::at_once, closing(), true);
+  EXPECT_EQ(forced_after(never, {kWord, kOpen, kWord}), std::vector<uint32_t>{});
+}
+
+TEST(ThinkingBudget, TheHybridBudgetCountsFromInsideTheBlock) {
+  ThinkingBudget budget(2, ConstraintStart::maybe_think, closing(), true);
+  EXPECT_EQ(forced_after(budget, {kOpen, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
+}
+
+}  // namespace
+}  // namespace kipp
