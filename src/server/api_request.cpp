@@ -10,49 +10,12 @@
 #include "engine/chat_messages.h"
 #include "engine/tool_calls.h"
 #include "grammar/gbnf.h"
+#include "server/request_fields.h"
 
 namespace kipp::server {
 namespace {
 
 using Json = nlohmann::ordered_json;  // the client's key order: the chat template prints tools as sent
-
-ApiError field_error(const std::string& field, const std::string& message) {
-  return ApiError{400, field + ": " + message, field};
-}
-
-// A whole number in [low, high] (an integral float such as 1e3 counts; "10" does not).
-std::variant<int64_t, ApiError> whole_number(const Json& value, const std::string& field, int64_t low, int64_t high) {
-  if (value.is_number_integer()) {
-    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
-      return field_error(field, "must be at most " + std::to_string(high));
-    const int64_t whole = value.get<int64_t>();
-    if (whole < low || whole > high)
-      return field_error(field, "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", not " +
-                                    std::to_string(whole));
-    return whole;
-  }
-  if (!value.is_number_float()) return field_error(field, "must be an integer, not " + std::string(value.type_name()));
-  const double number = value.get<double>();
-  if (!std::isfinite(number) || std::floor(number) != number)
-    return field_error(field, "must be an integer, not " + value.dump());
-  if (number < double(low) || number > double(high))
-    return field_error(field, "must be between " + std::to_string(low) + " and " + std::to_string(high) + ", not " +
-                                  value.dump());
-  return int64_t(number);
-}
-
-// A number in [low, high]; `open_low` excludes low itself.
-std::variant<float, ApiError> real_number(const Json& value, const std::string& field, double low, double high,
-                                          bool open_low = false) {
-  if (!value.is_number()) return field_error(field, "must be a number, not " + std::string(value.type_name()));
-  const double number = value.get<double>();
-  const bool too_low = open_low ? !(number > low) : !(number >= low);
-  if (!std::isfinite(number) || too_low || number > high) {
-    std::string range = (open_low ? "(" : "[") + Json(low).dump() + ", " + Json(high).dump() + "]";
-    return field_error(field, "must be in " + range + ", not " + value.dump());
-  }
-  return float(number);
-}
 
 // OpenAI fields that cannot change the output here (bookkeeping, routing and caching hints for
 // OpenAI's own service): accepted, ignored. docs/SERVER.md's field table lists every field.
@@ -63,7 +26,7 @@ const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store"
 const std::set<std::string, std::less<>> kUnsupported = {
     "echo",       "best_of",          "suffix",         "functions",
     "function_call", "audio",
-    "reasoning_effort", "web_search_options", "logprobs_format", "verbosity", "stream_format"};
+    "web_search_options", "logprobs_format", "verbosity", "stream_format"};
 
 class Reader {
  public:
@@ -86,8 +49,8 @@ class Reader {
       return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
-    if (auto error = check_tool_choice()) return error;
-    return compile_structured();
+    if (auto error = compile_structured()) return error;
+    return force_tool_call(out_, "tool_choice");
   }
 
  private:
@@ -147,6 +110,15 @@ class Reader {
       return assign_whole(key, value, 0, 20, [&](int64_t v) { out_.top_logprobs = uint32_t(v); });
     } else if (key == "chat_template_kwargs" && chat) {
       return read_template_kwargs(value);
+    } else if (key == "thinking_budget" && chat) {
+      if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
+      thinking_field_ = key;
+      return assign_whole(key, value, 0, INT32_MAX, [&](int64_t v) { out_.thinking_budget = uint32_t(v); });
+    } else if (key == "reasoning_effort" && chat) {
+      if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
+      thinking_field_ = key;
+      if (!value.is_string() || !effort_thinking_budget(value.get<std::string>(), out_.thinking_budget))
+        return field_error(key, "must be one of " + effort_names());
     } else if (key == "tools" && chat) {
       auto tools = parse_chat_tools(value);
       if (!tools) return field_error(key, tools.error().message);
@@ -244,27 +216,9 @@ class Reader {
   }
 
   std::optional<ApiError> read_stop(const Json& value) {
-    std::vector<std::string> stops;
-    if (value.is_string()) {
-      stops.push_back(value.get<std::string>());
-    } else if (value.is_array()) {
-      if (value.size() > limits_.max_stop_strings)
-        return field_error("stop", "at most " + std::to_string(limits_.max_stop_strings) + " stop strings, not " +
-                                       std::to_string(value.size()));
-      for (const Json& stop : value) {
-        if (!stop.is_string()) return field_error("stop", "must be a string or an array of strings");
-        stops.push_back(stop.get<std::string>());
-      }
-    } else {
-      return field_error("stop", "must be a string or an array of strings");
-    }
-    for (const std::string& stop : stops) {
-      if (stop.empty()) return field_error("stop", "an empty stop string would stop before the first character");
-      if (stop.size() > limits_.max_stop_bytes)
-        return field_error("stop", "a stop string may be at most " + std::to_string(limits_.max_stop_bytes) +
-                                       " bytes, not " + std::to_string(stop.size()));
-    }
-    out_.stop = std::move(stops);
+    auto stops = stop_strings(value, "stop", limits_.max_stop_strings, limits_.max_stop_bytes, true);
+    if (auto* error = std::get_if<ApiError>(&stops)) return *error;
+    out_.stop = std::move(std::get<std::vector<std::string>>(stops));
     return std::nullopt;
   }
 
@@ -282,22 +236,6 @@ class Reader {
       return field_error("tool_choice", "a named choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
     out_.tool_choice = ToolChoice::named;
     out_.tool_choice_name = value["function"]["name"].get<std::string>();
-    return std::nullopt;
-  }
-
-  // A forced call (required, or a named function) is a grammar over the call's JSON, as the chat
-  // template shows calls: {"name": ..., "arguments": {...}}, one alternative per function offered.
-  std::optional<ApiError> check_tool_choice() {
-    const ToolChoice choice = out_.tool_choice;
-    if (choice != ToolChoice::required && choice != ToolChoice::named) return std::nullopt;
-    if (out_.tools.empty()) return field_error("tool_choice", "forces a call, but the request offers no tools");
-    auto forced = forced_call_schema(out_.tools, choice == ToolChoice::named ? out_.tool_choice_name : "");
-    if (!forced) return field_error("tool_choice", forced.error().message);
-    if (structured_field_)
-      return field_error("tool_choice", "a forced call and " + structured_field_->field + " cannot both shape the answer");
-    StructuredField field{"tool_choice", StructuredField::Kind::json_schema, std::move(forced->schema), "", forced->strict};
-    field.tool_call = true;
-    structured_field_ = std::move(field);
     return std::nullopt;
   }
 
@@ -332,7 +270,6 @@ class Reader {
     Json schema;
     std::string gbnf;
     bool strict = true;
-    bool tool_call = false;  // tool_choice's forced call
   };
 
   std::optional<ApiError> read_structured(const std::string& key, const Json& value) {
@@ -390,21 +327,17 @@ class Reader {
   std::optional<ApiError> compile_structured() {
     if (!structured_field_) return std::nullopt;
     const StructuredField& field = *structured_field_;
+    if (field.kind == StructuredField::Kind::json_schema) {
+      auto compiled = schema_output(field.field, field.schema, field.strict);
+      if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
+      out_.structured = std::move(std::get<StructuredOutput>(compiled));
+      return std::nullopt;
+    }
+    auto compiled = grammar::compile_gbnf(field.gbnf);
+    if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);
     StructuredOutput structured;
     structured.field = field.field;
-    structured.tool_call = field.tool_call;
-    if (field.kind == StructuredField::Kind::gbnf) {
-      auto compiled = grammar::compile_gbnf(field.gbnf);
-      if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);
-      structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
-    } else {
-      grammar::SchemaOptions options;
-      options.strict = field.strict;
-      auto compiled = grammar::compile_json_schema(nlohmann::json(field.schema), options);
-      if (!compiled) return field_error(field.field, compiled.error().message);
-      structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
-      structured.unenforced = std::move(compiled->unenforced);
-    }
+    structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
     out_.structured = std::move(structured);
     return std::nullopt;
   }
@@ -413,9 +346,67 @@ class Reader {
   const ApiLimits& limits_;
   ApiRequest& out_;
   std::optional<StructuredField> structured_field_;
+  std::optional<std::string> thinking_field_;  // thinking_budget or reasoning_effort, whichever came
 };
 
+// Thinking budgets per effort: Qwen3's thoughts run from a few hundred tokens on easy questions
+// to tens of thousands on contest problems (its card suggests 32768 output tokens, 38912 for the
+// hardest); each step roughly quadruples the one below.
+struct Effort {
+  std::string_view name;
+  std::optional<uint32_t> budget;
+};
+constexpr Effort kEfforts[] = {{"none", 0},         {"minimal", 256},  {"low", 1024}, {"medium", 4096},
+                               {"high", 16384},     {"xhigh", 32768},  {"max", std::nullopt}};
+
 }  // namespace
+
+bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget) {
+  for (const Effort& known : kEfforts)
+    if (known.name == effort) {
+      budget = known.budget;
+      return true;
+    }
+  return false;
+}
+
+std::string effort_names() {
+  std::string names;
+  for (const Effort& known : kEfforts)
+    names += (names.empty() ? "" : ", ") + std::string(known.name) + " (" +
+             (known.budget ? std::to_string(*known.budget) : std::string("no budget")) + ")";
+  return names;
+}
+
+std::variant<StructuredOutput, ApiError> schema_output(const std::string& field, const nlohmann::ordered_json& schema,
+                                                       bool strict) {
+  grammar::SchemaOptions options;
+  options.strict = strict;
+  auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
+  if (!compiled) return field_error(field, compiled.error().message);
+  StructuredOutput structured;
+  structured.field = field;
+  structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
+  structured.unenforced = std::move(compiled->unenforced);
+  return structured;
+}
+
+// A forced call is a grammar over the call's JSON, as the chat template shows calls: {"name":
+// ..., "arguments": {...}}, one alternative per function offered.
+std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& field) {
+  const ToolChoice choice = request.tool_choice;
+  if (choice != ToolChoice::required && choice != ToolChoice::named) return std::nullopt;
+  if (request.tools.empty()) return field_error(field, "forces a call, but the request offers no tools");
+  auto forced = forced_call_schema(request.tools, choice == ToolChoice::named ? request.tool_choice_name : "");
+  if (!forced) return field_error(field, forced.error().message);
+  if (request.structured)
+    return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
+  auto compiled = schema_output(field, forced->schema, forced->strict);
+  if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
+  request.structured = std::move(std::get<StructuredOutput>(compiled));
+  request.structured->tool_call = true;
+  return std::nullopt;
+}
 
 bool json_nesting_exceeds(std::string_view body, uint32_t limit) {
   uint32_t depth = 0;
@@ -439,20 +430,24 @@ bool json_nesting_exceeds(std::string_view body, uint32_t limit) {
   return false;
 }
 
-std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
-                                                     const ApiLimits& limits) {
+std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits) {
   if (body.empty()) return ApiError{400, "the request body is empty: expected a JSON object", ""};
   if (json_nesting_exceeds(body, limits.max_json_depth))
     return ApiError{400, "the JSON nests deeper than " + std::to_string(limits.max_json_depth) + " levels", ""};
-  Json json;
   try {
-    json = Json::parse(body);
+    return Json::parse(body);
   } catch (const Json::exception& error) {
     return ApiError{400, std::string("the body is not valid JSON: ") + error.what(), ""};
   }
+}
+
+std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
+                                                     const ApiLimits& limits) {
+  auto json = parse_request_json(body, limits);
+  if (auto* error = std::get_if<ApiError>(&json)) return *error;
   ApiRequest request;
   request.endpoint = endpoint;
-  if (auto error = Reader(endpoint, limits, request).read(json)) return *error;
+  if (auto error = Reader(endpoint, limits, request).read(std::get<Json>(json))) return *error;
   return request;
 }
 

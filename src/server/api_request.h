@@ -17,28 +17,18 @@
 #include <variant>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/chat_messages.h"
 #include "engine/chat_template.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "server/api_error.h"
 
 namespace kipp::server {
 
-struct ApiError {
-  ApiError(int status_code, std::string text, std::string field = {}, std::string error_type = "invalid_request_error",
-           std::string error_code = {})
-      : status(status_code), message(std::move(text)), param(std::move(field)), type(std::move(error_type)),
-        code(std::move(error_code)) {}
-
-  int status;
-  std::string message;
-  std::string param;  // the field at fault, when there is one
-  std::string type;
-  std::string code;
-};
-
-enum class Endpoint { completions, chat };
+enum class Endpoint { completions, chat, messages };  // messages: Anthropic's /v1/messages
 
 struct ApiLimits {
   uint32_t vocab = 0;          // token ids must be below it
@@ -78,6 +68,8 @@ struct ApiRequest {
   std::vector<Prompt> prompts;
   std::vector<ChatMessage> messages;
   std::optional<bool> enable_thinking;   // chat_template_kwargs.enable_thinking
+  // Most tokens inside the think block (thinking_budget, reasoning_effort; Anthropic's thinking).
+  std::optional<uint32_t> thinking_budget;
   std::optional<uint32_t> max_tokens;    // absent: the endpoint's default
   uint32_t n = 1;
   // Sampling fields the client set; the rest come from the checkpoint's recommended defaults.
@@ -99,9 +91,26 @@ struct ApiRequest {
   std::vector<std::string> ignored_fields;  // accepted unhonoured (ApiLimits::ignore_unknown_fields)
 };
 
-// Parses and checks one request body for `endpoint`.
+// A request body as JSON (empty, too deeply nested or malformed bodies are refused), in the
+// client's key order.
+std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits);
+
+// Parses and checks one request body for `endpoint` (completions or chat).
 std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
                                                      const ApiLimits& limits);
+
+// A JSON Schema compiled into the constraint of `field`; strict: enforced exactly, or refused.
+std::variant<StructuredOutput, ApiError> schema_output(const std::string& field, const nlohmann::ordered_json& schema,
+                                                       bool strict);
+// tool_choice "required" or named (either API's spelling): the forced call's constraint, put in
+// request.structured; errors point at `field`. Nothing for the other choices.
+std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& field);
+
+// The thinking budget a reasoning effort stands for (both APIs' names: none, minimal, low, medium,
+// high, xhigh, max; max is no budget at all). False for a name that is not an effort.
+bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget);
+// The documented table, for error messages: "none (0), minimal (256), ...".
+std::string effort_names();
 
 // The sampling settings of a request: the client's fields over `defaults`.
 SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults);

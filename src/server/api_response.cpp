@@ -122,6 +122,18 @@ std::string json_text(const Json& data) { return data.dump(-1, ' ', false, Json:
 
 std::string sse_event(const Json& data) { return "data: " + json_text(data) + "\n\n"; }
 
+std::string named_sse_event(std::string_view name, const Json& data) {
+  return "event: " + std::string(name) + "\n" + sse_event(data);
+}
+
+HttpResponse json_response(int status, const Json& body, HttpHeaders headers) {
+  HttpResponse response;
+  response.status = status;
+  response.body = json_text(body);
+  response.headers = std::move(headers);
+  return response;
+}
+
 Json error_json(const ApiError& error) {
   return {{"error",
            {{"message", error.message},
@@ -129,5 +141,28 @@ Json error_json(const ApiError& error) {
             {"param", error.param.empty() ? Json(nullptr) : Json(error.param)},
             {"code", error.code.empty() ? Json(nullptr) : Json(error.code)}}}};
 }
+
+// Anthropic names its error types by what went wrong; the status says the same.
+Json anthropic_error_json(const ApiError& error) {
+  const char* type = "invalid_request_error";
+  switch (error.status) {
+    case 401: type = "authentication_error"; break;
+    case 403: type = "permission_error"; break;
+    case 404: type = "not_found_error"; break;
+    case 413: type = "request_too_large"; break;
+    case 429: type = "rate_limit_error"; break;
+    case 503:
+    case 529: type = "overloaded_error"; break;
+    default:
+      if (error.status >= 500) type = "api_error";
+  }
+  return {{"type", "error"}, {"error", {{"type", type}, {"message", error.message}}}};
+}
+
+Json error_body(ApiDialect dialect, const ApiError& error) {
+  return dialect == ApiDialect::anthropic ? anthropic_error_json(error) : error_json(error);
+}
+
+std::string random_id(std::string_view prefix, size_t digits) { return std::string(prefix) + random_hex(digits); }
 
 }  // namespace kipp::server

@@ -12,6 +12,7 @@
 #include "engine/generator.h"
 #include "engine/scheduler.h"
 #include "server/api_request.h"
+#include "server/http_server.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kipp::server {
@@ -45,8 +46,21 @@ Json response_envelope(const ResponseHeader& header, bool chunk);
 
 // One server-sent event, invalid UTF-8 replaced (token pieces may end mid-character).
 std::string sse_event(const Json& data);
+// The same with an `event:` line (Anthropic's streams name every event).
+std::string named_sse_event(std::string_view name, const Json& data);
 std::string json_text(const Json& data);
+HttpResponse json_response(int status, const Json& body, HttpHeaders headers = {});
 
+// The API whose shapes an answer takes.
+enum class ApiDialect { openai, anthropic };
+
+// {"error": {"message", "type", "param", "code"}}
 Json error_json(const ApiError& error);
+// {"type": "error", "error": {"type", "message"}}, the type from the status.
+Json anthropic_error_json(const ApiError& error);
+Json error_body(ApiDialect dialect, const ApiError& error);
+
+// `prefix` and `digits` random hex digits: response ids.
+std::string random_id(std::string_view prefix, size_t digits);
 
 }  // namespace kipp::server

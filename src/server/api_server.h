@@ -1,4 +1,4 @@
-// The OpenAI-compatible API over the HTTP layer: routes, authentication, translation of request
+// The OpenAI- and Anthropic-compatible APIs over the HTTP layer: routes, authentication, translation of request
 // bodies into scheduler requests and of scheduler updates into responses or SSE chunks. It talks
 // to the scheduler only (never to the backend), and to the client only through HttpExchange.
 #pragma once
@@ -16,6 +16,7 @@
 #include "engine/tool_calls.h"
 #include "registry/registry.h"
 #include "server/api_request.h"
+#include "server/api_response.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
@@ -30,7 +31,7 @@ struct ApiConfig {
   Variant variant = Variant::base;
   uint32_t context = 0;
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
-  std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY"
+  std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
   std::string chat_template;           // the artifact's, for GET /props
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
   uint32_t max_sequences = 0;          // evaluated together, for GET /props
@@ -47,7 +48,7 @@ class ApiServer {
 
  private:
   // Work that reads a body (completions, tokenizing) runs on the worker thread.
-  enum class Route { completions, chat, tokenize, detokenize };
+  enum class Route { completions, chat, messages, count_tokens, tokenize, detokenize };
   struct Pending {
     Route route;
     HttpRequest request;
@@ -55,9 +56,13 @@ class ApiServer {
   };
   void work();
   void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
+  void count_tokens(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
+  std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ApiRequest& request,
+                                       std::vector<std::vector<uint32_t>>& prompts) const;
   // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
   std::optional<ApiError> prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const;
-  void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {});
+  void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {},
+              ApiDialect dialect = ApiDialect::openai);
   bool authorized(const HttpRequest& request) const;
 
   const ApiConfig config_;

@@ -131,8 +131,27 @@ TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
   ASSERT_TRUE(std::holds_alternative<ApiRequest>(chat)) << std::get<ApiError>(chat).message;
   EXPECT_TRUE(std::get<ApiRequest>(chat).include_usage);
   EXPECT_TRUE(std::get<ApiRequest>(chat).ignored_fields.empty());
-  for (const char* changes : {R"("reasoning_effort":"low")", R"("verbosity":"low")", R"("audio":{})"})
+  for (const char* changes : {R"("verbosity":"low")", R"("audio":{})"})
     EXPECT_EQ(error_of(Endpoint::chat, chat_with(changes)).status, 400) << changes;
+}
+
+TEST(ApiRequest, ThinkingBudgetsComeFromTheKippFieldOrTheReasoningEffort) {
+  auto budget_of = [](const std::string& fields) {
+    auto parsed = parse(Endpoint::chat, chat_with(fields));
+    EXPECT_TRUE(std::holds_alternative<ApiRequest>(parsed)) << fields;
+    return std::holds_alternative<ApiRequest>(parsed) ? std::get<ApiRequest>(parsed).thinking_budget : std::nullopt;
+  };
+  EXPECT_EQ(budget_of(R"("thinking_budget":77)"), 77u);
+  EXPECT_EQ(budget_of(R"("reasoning_effort":"none")"), 0u);
+  EXPECT_EQ(budget_of(R"("reasoning_effort":"low")"), 1024u);
+  EXPECT_EQ(budget_of(R"("reasoning_effort":"medium")"), 4096u);
+  EXPECT_EQ(budget_of(R"("reasoning_effort":"high")"), 16384u);
+  EXPECT_EQ(budget_of(R"("reasoning_effort":"max")"), std::nullopt);
+  EXPECT_EQ(budget_of(R"("stream":false)"), std::nullopt);
+  expect_field_error(Endpoint::chat, chat_with(R"("reasoning_effort":"extreme")"), "reasoning_effort");
+  expect_field_error(Endpoint::chat, chat_with(R"("thinking_budget":-1)"), "thinking_budget");
+  expect_field_error(Endpoint::chat, chat_with(R"("thinking_budget":5,"reasoning_effort":"low")"), "reasoning_effort");
+  expect_field_error(Endpoint::completions, completion_with(R"("thinking_budget":5)"), "thinking_budget");
 }
 
 TEST(ApiRequest, IgnoreUnknownFieldsAcceptsAndListsThem) {

@@ -1,0 +1,415 @@
+#include "server/anthropic_request.h"
+
+#include <functional>
+#include <set>
+
+#include "engine/chat_messages.h"
+#include "server/request_fields.h"
+#include "util/python_json.h"
+
+namespace kipp::server {
+namespace {
+
+using Json = nlohmann::ordered_json;  // the client's key order: the template prints tool schemas as sent
+
+// Fields that cannot change the answer here: bookkeeping and caching hints for Anthropic's own
+// service (the prefix pool caches without being asked).
+const std::set<std::string, std::less<>> kIgnored = {"metadata", "cache_control", "service_tier", "inference_geo",
+                                                     "speed"};
+// Anthropic fields Kipp does not implement.
+const std::set<std::string, std::less<>> kUnsupported = {"container", "mcp_servers", "context_management", "diagnostics"};
+// Fields of /v1/messages that /v1/messages/count_tokens does not take.
+const std::set<std::string, std::less<>> kCreateOnly = {"max_tokens", "stream",      "stop_sequences", "temperature",
+                                                        "top_p",      "top_k",       "metadata",       "seed",
+                                                        "service_tier", "inference_geo", "speed"};
+
+std::string at(const std::string& where, size_t index) { return where + "[" + std::to_string(index) + "]"; }
+
+// The block's type, or an error naming the block.
+std::variant<std::string, ApiError> block_type(const Json& block, const std::string& where) {
+  if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
+    return field_error(where, "a content block must be an object with a string type");
+  return block["type"].get<std::string>();
+}
+
+// Text blocks joined with "\n" (a string stands for one block), as the OpenAI side joins text
+// parts; other blocks are refused.
+std::variant<std::string, ApiError> text_of(const Json& content, const std::string& where) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return field_error(where, "must be a string or an array of text blocks");
+  std::string joined;
+  for (size_t i = 0; i < content.size(); ++i) {
+    auto type = block_type(content[i], at(where, i));
+    if (auto* error = std::get_if<ApiError>(&type)) return *error;
+    if (std::get<std::string>(type) != "text")
+      return field_error(at(where, i), "blocks of type '" + std::get<std::string>(type) +
+                                           "' are not supported here (these checkpoints read text)");
+    const Json& text = content[i].value("text", Json());
+    if (!text.is_string()) return field_error(at(where, i) + ".text", "must be a string");
+    if (i > 0) joined += '\n';
+    joined += text.get<std::string>();
+  }
+  return joined;
+}
+
+class Reader {
+ public:
+  Reader(const ApiLimits& limits, bool count_tokens, ApiRequest& out)
+      : limits_(limits), count_tokens_(count_tokens), out_(out) {}
+
+  std::optional<ApiError> read(const Json& body) {
+    if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+    for (const auto& [key, value] : body.items()) {
+      if (count_tokens_ && kCreateOnly.count(key))
+        return field_error(key, "is not a field of /v1/messages/count_tokens");
+      if (kIgnored.count(key)) continue;
+      if (value.is_null() && key != "messages" && key != "model" && key != "max_tokens") continue;  // null = absent
+      if (auto error = read_field(key, value)) return error;
+    }
+    if (!body.contains("model")) return field_error("model", "is required");
+    if (!body.contains("messages")) return field_error("messages", "is required");
+    if (!count_tokens_ && !out_.max_tokens) return field_error("max_tokens", "is required");
+    if (thinking_enabled_ && out_.max_tokens && out_.thinking_budget && *out_.thinking_budget >= *out_.max_tokens)
+      return field_error("thinking.budget_tokens", "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
+    if (!system_.empty()) out_.messages.insert(out_.messages.begin(), ChatMessage{"system", system_, {}, {}});
+    if (auto error = compile_format()) return error;
+    return force_tool_call(out_, "tool_choice");
+  }
+
+ private:
+  std::optional<ApiError> read_field(const std::string& key, const Json& value) {
+    if (key == "model") {
+      if (!value.is_string()) return field_error(key, "must be a string");
+      out_.model = value.get<std::string>();
+    } else if (key == "max_tokens") {
+      return assign_whole(key, value, 1, INT32_MAX, [&](int64_t v) { out_.max_tokens = uint32_t(v); });
+    } else if (key == "messages") {
+      return read_messages(value);
+    } else if (key == "system") {
+      auto text = text_of(value, "system");
+      if (auto* error = std::get_if<ApiError>(&text)) return *error;
+      system_ = std::move(std::get<std::string>(text));
+    } else if (key == "stop_sequences") {
+      auto stops = stop_strings(value, key, limits_.max_stop_strings, limits_.max_stop_bytes, false);
+      if (auto* error = std::get_if<ApiError>(&stops)) return *error;
+      out_.stop = std::move(std::get<std::vector<std::string>>(stops));
+    } else if (key == "temperature") {
+      return assign_real(key, value, 0, 1, false, out_.temperature);
+    } else if (key == "top_p") {
+      return assign_real(key, value, 0, 1, true, out_.top_p);
+    } else if (key == "top_k") {
+      return assign_whole(key, value, 0, limits_.vocab, [&](int64_t v) { out_.top_k = uint32_t(v); });
+    } else if (key == "seed") {  // Kipp's: Anthropic's API has no seed
+      return assign_whole(key, value, INT64_MIN, INT64_MAX, [&](int64_t v) { out_.seed = uint64_t(v); });
+    } else if (key == "stream") {
+      if (!value.is_boolean()) return field_error(key, "must be true or false");
+      out_.stream = value.get<bool>();
+    } else if (key == "tools") {
+      return read_tools(value);
+    } else if (key == "tool_choice") {
+      return read_tool_choice(value);
+    } else if (key == "thinking") {
+      return read_thinking(value);
+    } else if (key == "output_config") {
+      return read_output_config(value);
+    } else if (limits_.ignore_unknown_fields) {
+      out_.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
+    } else if (kUnsupported.count(key)) {
+      return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
+    } else {
+      return field_error(key, std::string("is not a field of /v1/messages") + (count_tokens_ ? "/count_tokens" : ""));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> assign_whole(const std::string& key, const Json& value, int64_t low, int64_t high,
+                                       const std::function<void(int64_t)>& assign) {
+    auto number = whole_number(value, key, low, high);
+    if (auto* error = std::get_if<ApiError>(&number)) return *error;
+    assign(std::get<int64_t>(number));
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> assign_real(const std::string& key, const Json& value, double low, double high, bool open_low,
+                                      std::optional<float>& target) {
+    auto number = real_number(value, key, low, high, open_low);
+    if (auto* error = std::get_if<ApiError>(&number)) return *error;
+    target = std::get<float>(number);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_messages(const Json& value) {
+    if (!value.is_array() || value.empty())
+      return field_error("messages", "must be a non-empty array of {\"role\", \"content\"} objects");
+    for (size_t i = 0; i < value.size(); ++i) {
+      const Json& message = value[i];
+      const std::string where = at("messages", i);
+      if (!message.is_object()) return field_error(where, "must be an object with role and content");
+      const Json role = message.value("role", Json());
+      if (role != "user" && role != "assistant")
+        return field_error(where + ".role", "must be \"user\" or \"assistant\" (the system prompt is the top-level system field)");
+      for (const auto& [name, entry] : message.items())
+        if (name != "role" && name != "content") return field_error(where + "." + name, "is not a field of a message");
+      if (!message.contains("content")) return field_error(where + ".content", "is required");
+      const Json& content = message["content"];
+      auto error = role == "user" ? read_user(content, where + ".content") : read_assistant(content, where + ".content");
+      if (error) return error;
+    }
+    if (out_.messages.back().role == "assistant")
+      return field_error("messages", "ends with an assistant turn: Kipp does not continue a prefilled answer (the "
+                                     "checkpoint's template closes every assistant turn); end with a user turn");
+    return std::nullopt;
+  }
+
+  // A user turn: its text blocks are one user message, each tool_result a tool message, in order.
+  std::optional<ApiError> read_user(const Json& content, const std::string& where) {
+    if (content.is_string()) {
+      out_.messages.push_back({"user", content.get<std::string>(), {}, {}});
+      return std::nullopt;
+    }
+    if (!content.is_array()) return field_error(where, "must be a string or an array of content blocks");
+    std::optional<std::string> text;
+    const auto flush = [&] {
+      if (text) out_.messages.push_back({"user", std::move(*text), {}, {}});
+      text.reset();
+    };
+    for (size_t j = 0; j < content.size(); ++j) {
+      const std::string here = at(where, j);
+      auto type = block_type(content[j], here);
+      if (auto* error = std::get_if<ApiError>(&type)) return *error;
+      const std::string& kind = std::get<std::string>(type);
+      if (kind == "text") {
+        auto piece = text_of(Json::array({content[j]}), here);
+        if (auto* error = std::get_if<ApiError>(&piece)) return *error;
+        text = text ? *text + "\n" + std::get<std::string>(piece) : std::get<std::string>(piece);
+      } else if (kind == "tool_result") {
+        const Json& block = content[j];
+        if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
+          return field_error(here + ".tool_use_id", "must be a string");
+        if (!called_ids_.count(block["tool_use_id"].get<std::string>()))
+          return field_error(here + ".tool_use_id", "'" + block["tool_use_id"].get<std::string>() +
+                                                        "' names no tool_use block of an earlier assistant turn");
+        std::string result;
+        if (block.contains("content") && !block["content"].is_null()) {
+          auto read = text_of(block["content"], here + ".content");
+          if (auto* error = std::get_if<ApiError>(&read)) return *error;
+          result = std::move(std::get<std::string>(read));
+        }
+        flush();
+        out_.messages.push_back({"tool", std::move(result), {}, {}});
+      } else {
+        return field_error(here, "blocks of type '" + kind + "' are not supported in a user turn (text and "
+                                 "tool_result are: these checkpoints read text)");
+      }
+    }
+    flush();
+    if (content.empty()) out_.messages.push_back({"user", "", {}, {}});
+    return std::nullopt;
+  }
+
+  // An assistant turn: thinking blocks are its reasoning, text blocks its content, tool_use its calls.
+  std::optional<ApiError> read_assistant(const Json& content, const std::string& where) {
+    ChatMessage message{"assistant", "", {}, {}};
+    if (content.is_string()) {
+      message.content = content.get<std::string>();
+      out_.messages.push_back(std::move(message));
+      return std::nullopt;
+    }
+    if (!content.is_array()) return field_error(where, "must be a string or an array of content blocks");
+    bool has_text = false;
+    for (size_t j = 0; j < content.size(); ++j) {
+      const std::string here = at(where, j);
+      auto type = block_type(content[j], here);
+      if (auto* error = std::get_if<ApiError>(&type)) return *error;
+      const std::string& kind = std::get<std::string>(type);
+      const Json& block = content[j];
+      if (kind == "text") {
+        auto piece = text_of(Json::array({block}), here);
+        if (auto* error = std::get_if<ApiError>(&piece)) return *error;
+        if (has_text) message.content += '\n';
+        message.content += std::get<std::string>(piece);
+        has_text = true;
+      } else if (kind == "thinking") {
+        if (!block.contains("thinking") || !block["thinking"].is_string())
+          return field_error(here + ".thinking", "must be a string");
+        message.reasoning_content = message.reasoning_content.value_or("") + block["thinking"].get<std::string>();
+      } else if (kind == "redacted_thinking") {
+        continue;  // encrypted by Anthropic's service: nothing this model can read
+      } else if (kind == "tool_use") {
+        if (!block.contains("id") || !block["id"].is_string()) return field_error(here + ".id", "must be a string");
+        if (!block.contains("name") || !block["name"].is_string()) return field_error(here + ".name", "must be a string");
+        if (!block.contains("input") || !block["input"].is_object())
+          return field_error(here + ".input", "must be an object (the call's arguments)");
+        called_ids_.insert(block["id"].get<std::string>());
+        message.tool_calls.push_back({block["name"].get<std::string>(), python_json_dumps(block["input"])});
+      } else {
+        return field_error(here, "blocks of type '" + kind + "' are not supported in an assistant turn (text, "
+                                 "thinking, redacted_thinking and tool_use are)");
+      }
+    }
+    out_.messages.push_back(std::move(message));
+    return std::nullopt;
+  }
+
+  // Custom tools, as the OpenAI side reads functions (the template prints the same line).
+  std::optional<ApiError> read_tools(const Json& value) {
+    if (!value.is_array()) return field_error("tools", "must be an array");
+    Json functions = Json::array();
+    for (size_t i = 0; i < value.size(); ++i) {
+      const Json& tool = value[i];
+      const std::string where = at("tools", i);
+      if (!tool.is_object()) return field_error(where, "must be an object");
+      if (tool.contains("type") && tool["type"] != "custom")
+        return field_error(where + ".type", tool["type"].dump() + " is one of Anthropic's server tools, which run "
+                                            "on Anthropic's service; Kipp offers custom tools {name, description, input_schema}");
+      Json function = Json::object();
+      for (const auto& [name, entry] : tool.items()) {
+        if (name == "name" || name == "description") {
+          if (!entry.is_string()) return field_error(where + "." + name, "must be a string");
+          function[name] = entry;
+        } else if (name == "input_schema") {
+          if (!entry.is_object()) return field_error(where + ".input_schema", "must be a JSON Schema object");
+        } else if (name == "strict") {
+          if (!entry.is_boolean()) return field_error(where + ".strict", "must be true or false");
+        } else if (name != "type" && name != "cache_control") {
+          return field_error(where + "." + name, "is not supported by Kipp");
+        }
+      }
+      if (!tool.contains("name")) return field_error(where + ".name", "is required");
+      if (!tool.contains("input_schema")) return field_error(where + ".input_schema", "is required");
+      function["parameters"] = tool["input_schema"];
+      if (tool.contains("strict")) function["strict"] = tool["strict"];
+      functions.push_back({{"type", "function"}, {"function", std::move(function)}});
+    }
+    auto tools = parse_chat_tools(functions);
+    if (!tools) return field_error("tools", tools.error().message);
+    out_.tools = std::move(*tools);
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_tool_choice(const Json& value) {
+    const Json type = value.is_object() ? value.value("type", Json()) : Json();
+    if (!type.is_string())
+      return field_error("tool_choice", "must be {\"type\": \"auto\" | \"any\" | \"tool\" | \"none\"}");
+    const std::string kind = type.get<std::string>();
+    for (const auto& [name, entry] : value.items()) {
+      if (name == "type") continue;
+      if (name == "disable_parallel_tool_use" && kind != "none") {
+        if (!entry.is_boolean()) return field_error("tool_choice.disable_parallel_tool_use", "must be true or false");
+        out_.parallel_tool_calls = !entry.get<bool>();
+      } else if (!(name == "name" && kind == "tool")) {
+        return field_error("tool_choice." + name, "is not a field of a tool_choice of type " + kind);
+      }
+    }
+    if (kind == "auto") {
+      out_.tool_choice = ToolChoice::automatic;
+    } else if (kind == "any") {
+      out_.tool_choice = ToolChoice::required;
+    } else if (kind == "none") {
+      out_.tool_choice = ToolChoice::none;
+    } else if (kind == "tool") {
+      if (!value.contains("name") || !value["name"].is_string())
+        return field_error("tool_choice.name", "is required with type tool");
+      out_.tool_choice = ToolChoice::named;
+      out_.tool_choice_name = value["name"].get<std::string>();
+    } else {
+      return field_error("tool_choice.type", "must be \"auto\", \"any\", \"tool\" or \"none\", not \"" + kind + "\"");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_thinking(const Json& value) {
+    const Json type = value.is_object() ? value.value("type", Json()) : Json();
+    if (!type.is_string())
+      return field_error("thinking", "must be {\"type\": \"enabled\", \"budget_tokens\": N}, {\"type\": \"disabled\"} or "
+                                     "{\"type\": \"adaptive\"}");
+    const std::string kind = type.get<std::string>();
+    for (const auto& [name, entry] : value.items()) {
+      if (name == "type" || (name == "budget_tokens" && kind == "enabled")) continue;
+      if (name == "display" && kind != "disabled") {
+        // The whole thought is returned: there is no summarizer here, and nothing to hide it from.
+        if (entry != "summarized" && !entry.is_null())
+          return field_error("thinking.display", "only \"summarized\" is supported (Kipp returns the whole thought)");
+        continue;
+      }
+      return field_error("thinking." + name, "is not a field of a thinking setting of type " + kind);
+    }
+    if (kind == "enabled") {
+      if (!value.contains("budget_tokens")) return field_error("thinking.budget_tokens", "is required with type enabled");
+      if (auto error = claim_budget("thinking.budget_tokens")) return error;
+      auto budget = whole_number(value["budget_tokens"], "thinking.budget_tokens", 0, INT32_MAX);
+      if (auto* error = std::get_if<ApiError>(&budget)) return *error;
+      out_.thinking_budget = uint32_t(std::get<int64_t>(budget));
+      out_.enable_thinking = true;
+      thinking_enabled_ = true;
+    } else if (kind == "disabled") {
+      // Hybrid checkpoints answer directly; thinking-2507, whose prompt opens the block, closes it at once.
+      if (auto error = claim_budget("thinking")) return error;
+      out_.enable_thinking = false;
+      out_.thinking_budget = 0;
+    } else if (kind != "adaptive") {  // adaptive: the checkpoint decides, as it does anyway
+      return field_error("thinking.type", "must be \"enabled\", \"disabled\" or \"adaptive\", not \"" + kind + "\"");
+    }
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> read_output_config(const Json& value) {
+    if (!value.is_object()) return field_error("output_config", "must be an object");
+    for (const auto& [name, entry] : value.items()) {
+      if (entry.is_null()) continue;
+      if (name == "effort") {
+        if (auto error = claim_budget("output_config.effort")) return error;
+        if (!entry.is_string() || !effort_thinking_budget(entry.get<std::string>(), out_.thinking_budget))
+          return field_error("output_config.effort", "must be one of " + effort_names());
+      } else if (name == "format") {
+        if (!entry.is_object() || entry.value("type", Json()) != "json_schema" || !entry.contains("schema"))
+          return field_error("output_config.format", "must be {\"type\": \"json_schema\", \"schema\": {...}}");
+        for (const auto& [field, part] : entry.items())
+          if (field != "type" && field != "schema")
+            return field_error("output_config.format." + field, "is not a field of a json_schema format");
+        format_ = entry["schema"];
+      } else {
+        return field_error("output_config." + name, "is not supported by Kipp");
+      }
+    }
+    return std::nullopt;
+  }
+
+  // One field may set the thinking budget.
+  std::optional<ApiError> claim_budget(const std::string& field) {
+    if (budget_field_) return field_error(field, "and " + *budget_field_ + " both set the thinking budget: send one");
+    budget_field_ = field;
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> compile_format() {
+    if (format_.is_null()) return std::nullopt;
+    auto compiled = schema_output("output_config.format.schema", format_, true);
+    if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
+    out_.structured = std::move(std::get<StructuredOutput>(compiled));
+    return std::nullopt;
+  }
+
+  const ApiLimits& limits_;
+  const bool count_tokens_;
+  ApiRequest& out_;
+  std::string system_;
+  bool thinking_enabled_ = false;
+  std::optional<std::string> budget_field_;
+  std::set<std::string> called_ids_;  // tool_use ids so far: a tool_result must answer one
+  Json format_;
+};
+
+}  // namespace
+
+std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
+                                                           bool count_tokens) {
+  auto json = parse_request_json(body, limits);
+  if (auto* error = std::get_if<ApiError>(&json)) return *error;
+  ApiRequest request;
+  request.endpoint = Endpoint::messages;
+  if (auto error = Reader(limits, count_tokens, request).read(std::get<Json>(json))) return *error;
+  return request;
+}
+
+}  // namespace kipp::server

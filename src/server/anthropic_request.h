@@ -1,0 +1,31 @@
+// Anthropic's Messages API request bodies (POST /v1/messages and /v1/messages/count_tokens),
+// read into the same ApiRequest the OpenAI endpoints make, so that rendering, tool calls,
+// constraints and scheduling are the chat endpoint's own code, not a second copy:
+//   - `system` (a string or text blocks, joined with "\n") opens the conversation;
+//   - user turns: text blocks are the user's message; each `tool_result` block becomes a tool
+//     message (a <tool_response> turn), in order;
+//   - assistant turns: `thinking` blocks are the reasoning, text blocks the content, `tool_use`
+//     blocks its calls (`input` printed as Python's json.dumps writes it, as the template does);
+//   - `tools` become functions {name, description, parameters: input_schema};
+//   - `tool_choice` auto / any / tool / none map to auto / required / named / none, and
+//     disable_parallel_tool_use to parallel_tool_calls false;
+//   - `thinking` enabled sets a thinking budget, disabled turns thinking off (and closes a
+//     thinking-2507 block at once), adaptive and absent leave the checkpoint's default;
+//     `output_config.effort` sets a budget by name; `output_config.format` a JSON Schema.
+// The field policy is the OpenAI side's: fields that cannot change the answer (metadata,
+// cache_control, service_tier, ...) are accepted and ignored, fields Kipp does not implement and
+// names that are not fields are refused, naming them. Kipp adds `seed`.
+#pragma once
+
+#include <string_view>
+#include <variant>
+
+#include "server/api_request.h"
+
+namespace kipp::server {
+
+// `count_tokens`: the body of /v1/messages/count_tokens (no max_tokens, no sampling fields).
+std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
+                                                           bool count_tokens);
+
+}  // namespace kipp::server

@@ -1,0 +1,32 @@
+// Reading the scalar fields of a JSON request body, for both APIs: numbers in a range, with an
+// error that names the field and what it held.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api_error.h"
+
+namespace kipp::server {
+
+ApiError field_error(const std::string& field, const std::string& message);
+
+// A whole number in [low, high] (an integral float such as 1e3 counts; "10" does not).
+std::variant<int64_t, ApiError> whole_number(const nlohmann::ordered_json& value, const std::string& field, int64_t low,
+                                             int64_t high);
+
+// A number in [low, high]; `open_low` excludes low itself.
+std::variant<float, ApiError> real_number(const nlohmann::ordered_json& value, const std::string& field, double low,
+                                          double high, bool open_low = false);
+
+// Stop strings: an array of non-empty strings (or one string, where the API allows it), at most
+// `max_count` of at most `max_bytes` each.
+std::variant<std::vector<std::string>, ApiError> stop_strings(const nlohmann::ordered_json& value,
+                                                              const std::string& field, uint32_t max_count,
+                                                              uint32_t max_bytes, bool single_allowed);
+
+}  // namespace kipp::server
