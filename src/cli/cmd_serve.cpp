@@ -174,7 +174,8 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
       ->check(CLI::Range(1, 65536));
-  sub->add_option("--api-key", args->api_key, "Require \"Authorization: Bearer KEY\" on /v1 routes")
+  sub->add_option("--api-key", args->api_key,
+                  "Require the key on /v1 routes (as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\")")
       ->envname("KIPP_API_KEY");
   sub->add_option("--max-connections", args->max_connections, "Open connections at once (default 256)")
       ->check(CLI::Range(1, 100000));

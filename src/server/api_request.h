@@ -3,10 +3,12 @@
 //   - fields Kipp implements are read with their OpenAI types and ranges (null means absent);
 //   - OpenAI fields that cannot change the output (user, metadata, store, service_tier) are
 //     accepted and ignored;
-//   - OpenAI fields Kipp does not implement (tools, echo, best_of, suffix, ...) and names that
-//     are not OpenAI fields at all are refused, naming the field.
-// Structured output (response_format, and llama.cpp's json_schema and grammar) is compiled here,
-// so that a schema Kipp cannot enforce is refused before any work, naming the keyword.
+//   - OpenAI fields Kipp does not implement (echo, best_of, suffix, ...) and names that are not
+//     OpenAI fields at all are refused, naming the field.
+// Structured output (response_format, and llama.cpp's json_schema and grammar) and forced tool
+// calls are compiled here, so that a schema Kipp cannot enforce is refused before any work,
+// naming the keyword. Anthropic's Messages bodies are read into the same ApiRequest
+// (anthropic_request.h).
 #pragma once
 
 #include <cstdint>

@@ -401,6 +401,27 @@ class Chat(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("'other'", bad.stderr)
 
+    def test_a_thinking_budget_closes_the_thought_and_the_answer_is_printed(self):
+        """`kipp chat --thinking-budget N` on the thinking-2507 checkpoint, whose greedy thought with
+        </think> banned never ends: with the thought hidden, nothing is printed without a budget,
+        and an answer is with one."""
+        model = os.path.join(ARGS.chat_models, "qwen3-tiny-thinking-2507.bf16.gguf")
+        never_closes = ["--logit-bias", "151668=-100", "--logit-bias", "151645=-100", "--logit-bias", "151643=-100"]
+        answers = {}
+        for budget in ([], ["--thinking-budget", "4"]):
+            run = subprocess.run([ARGS.kipp, "chat", "--model", model, "--greedy", "--hide-thinking", "-n", "24",
+                                  *never_closes, *budget], input="Think\n/exit\n", capture_output=True, text=True,
+                                 timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            self.assertIn("24 generated", run.stderr)
+            answers[bool(budget)] = run.stdout.replace("> ", "").strip()
+        self.assertEqual(answers[False], "", "without a budget the whole answer is thought")
+        self.assertNotEqual(answers[True], "", "with one, the block closes and the answer is printed")
+        bad = subprocess.run([ARGS.kipp, "chat", "--model", model, "--thinking-budget", "-1"], input="",
+                             capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("--thinking-budget", bad.stderr)
+
     def test_base_checkpoints_are_refused(self):
         run = kipp("chat", "--model", os.path.join(ARGS.models, "qwen3-tiny-untied.bf16.gguf"))
         self.assertEqual(run.returncode, 1)
@@ -432,6 +453,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--kipp", required=True)
     parser.add_argument("--models", required=True)
+    parser.add_argument("--chat-models", required=True)
     parser.add_argument("--scratch", required=True)
     ARGS, rest = parser.parse_known_args()
     shutil.rmtree(ARGS.scratch, ignore_errors=True)
