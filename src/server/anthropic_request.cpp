@@ -112,29 +112,10 @@ class Reader {
       return read_thinking(value);
     } else if (key == "output_config") {
       return read_output_config(value);
-    } else if (limits_.ignore_unknown_fields) {
-      out_.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
-    } else if (kUnsupported.count(key)) {
-      return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
     } else {
-      return field_error(key, std::string("is not a field of /v1/messages") + (count_tokens_ ? "/count_tokens" : ""));
+      return unknown_field(key, kUnsupported.count(key) > 0, count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages",
+                           limits_, out_);
     }
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> assign_whole(const std::string& key, const Json& value, int64_t low, int64_t high,
-                                       const std::function<void(int64_t)>& assign) {
-    auto number = whole_number(value, key, low, high);
-    if (auto* error = std::get_if<ApiError>(&number)) return *error;
-    assign(std::get<int64_t>(number));
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> assign_real(const std::string& key, const Json& value, double low, double high, bool open_low,
-                                      std::optional<float>& target) {
-    auto number = real_number(value, key, low, high, open_low);
-    if (auto* error = std::get_if<ApiError>(&number)) return *error;
-    target = std::get<float>(number);
     return std::nullopt;
   }
 

@@ -47,10 +47,6 @@ class AnthropicResponder : public Responder {
   }
 
   void on_done(const RequestReport& report) override {
-    if (report.cancelled && !report.error) {  // the client is gone, or the server stops
-      if (started_) exchange_->finish();
-      return;
-    }
     if (report.error) {
       const ApiError error{500, "generation failed: " + *report.error, "", "api_error"};
       if (!stream_) return exchange_->respond(json_response(500, anthropic_error_json(error)));

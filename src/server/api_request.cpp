@@ -133,29 +133,10 @@ class Reader {
       if (value != Json::array({"text"})) return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
     } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
       return read_structured(key, value);
-    } else if (limits_.ignore_unknown_fields) {
-      out_.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
-    } else if (kUnsupported.count(key)) {
-      return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
     } else {
-      return field_error(key, std::string("is not a field of ") + (chat ? "/v1/chat/completions" : "/v1/completions"));
+      return unknown_field(key, kUnsupported.count(key) > 0, chat ? "/v1/chat/completions" : "/v1/completions", limits_,
+                           out_);
     }
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> assign_whole(const std::string& key, const Json& value, int64_t low, int64_t high,
-                                       const std::function<void(int64_t)>& assign) {
-    auto number = whole_number(value, key, low, high);
-    if (auto* error = std::get_if<ApiError>(&number)) return *error;
-    assign(std::get<int64_t>(number));
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> assign_real(const std::string& key, const Json& value, double low, double high, bool open_low,
-                                      std::optional<float>& target) {
-    auto number = real_number(value, key, low, high, open_low);
-    if (auto* error = std::get_if<ApiError>(&number)) return *error;
-    target = std::get<float>(number);
     return std::nullopt;
   }
 
@@ -360,6 +341,16 @@ constexpr Effort kEfforts[] = {{"none", 0},         {"minimal", 256},  {"low", 1
                                {"high", 16384},     {"xhigh", 32768},  {"max", std::nullopt}};
 
 }  // namespace
+
+std::optional<ApiError> unknown_field(const std::string& key, bool known, const std::string& route,
+                                      const ApiLimits& limits, ApiRequest& request) {
+  if (limits.ignore_unknown_fields) {
+    request.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
+    return std::nullopt;
+  }
+  if (known) return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
+  return field_error(key, "is not a field of " + route);
+}
 
 bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget) {
   for (const Effort& known : kEfforts)

@@ -108,6 +108,12 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
 // request.structured; errors point at `field`. Nothing for the other choices.
 std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& field);
 
+// A field the endpoint does not read: listed as ignored under ApiLimits::ignore_unknown_fields,
+// else refused as "not supported" (`known`: a field of the API that Kipp does not implement) or
+// as "not a field of `route`".
+std::optional<ApiError> unknown_field(const std::string& key, bool known, const std::string& route,
+                                      const ApiLimits& limits, ApiRequest& request);
+
 // The thinking budget a reasoning effort stands for (both APIs' names: none, minimal, low, medium,
 // high, xhigh, max; max is no budget at all). False for a name that is not an effort.
 bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget);

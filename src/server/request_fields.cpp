@@ -40,6 +40,22 @@ std::variant<float, ApiError> real_number(const nlohmann::ordered_json& value, c
   return float(number);
 }
 
+std::optional<ApiError> assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
+                                     int64_t high, const std::function<void(int64_t)>& assign) {
+  auto number = whole_number(value, field, low, high);
+  if (auto* error = std::get_if<ApiError>(&number)) return *error;
+  assign(std::get<int64_t>(number));
+  return std::nullopt;
+}
+
+std::optional<ApiError> assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
+                                    double high, bool open_low, std::optional<float>& target) {
+  auto number = real_number(value, field, low, high, open_low);
+  if (auto* error = std::get_if<ApiError>(&number)) return *error;
+  target = std::get<float>(number);
+  return std::nullopt;
+}
+
 std::variant<std::vector<std::string>, ApiError> stop_strings(const nlohmann::ordered_json& value,
                                                               const std::string& field, uint32_t max_count,
                                                               uint32_t max_bytes, bool single_allowed) {

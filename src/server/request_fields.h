@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,6 +24,12 @@ std::variant<int64_t, ApiError> whole_number(const nlohmann::ordered_json& value
 // A number in [low, high]; `open_low` excludes low itself.
 std::variant<float, ApiError> real_number(const nlohmann::ordered_json& value, const std::string& field, double low,
                                           double high, bool open_low = false);
+
+// The same, handing the number to `assign` (or `target`); the error when it is out of range.
+std::optional<ApiError> assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
+                                     int64_t high, const std::function<void(int64_t)>& assign);
+std::optional<ApiError> assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
+                                    double high, bool open_low, std::optional<float>& target);
 
 // Stop strings: an array of non-empty strings (or one string, where the API allows it), at most
 // `max_count` of at most `max_bytes` each.

@@ -33,6 +33,10 @@ void Responder::update(const ChoiceUpdate& update) {
 
 void Responder::done(const RequestReport& report) {
   std::lock_guard lock(mutex_);
+  if (report.cancelled && !report.error) {  // the client is gone, or the server stops: nobody to answer
+    if (started_) exchange_->finish();
+    return;
+  }
   on_done(report);
 }
 

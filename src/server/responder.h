@@ -29,7 +29,7 @@ class Responder {
 
  protected:
   virtual void on_update(const ChoiceUpdate& update) = 0;
-  virtual void on_done(const RequestReport& report) = 0;
+  virtual void on_done(const RequestReport& report) = 0;  // not for a cancelled request: done() ends those
   // Writes one event of the stream, or keeps it until start().
   void send(std::string event);
 
