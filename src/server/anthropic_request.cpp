@@ -32,6 +32,13 @@ std::variant<std::string, ApiError> block_type(const Json& block, const std::str
   return block["type"].get<std::string>();
 }
 
+// The text of one text block.
+std::variant<std::string, ApiError> block_text(const Json& block, const std::string& where) {
+  const Json& text = block.value("text", Json());
+  if (!text.is_string()) return field_error(where + ".text", "must be a string");
+  return text.get<std::string>();
+}
+
 // Text blocks joined with "\n" (a string stands for one block), as the OpenAI side joins text
 // parts; other blocks are refused.
 std::variant<std::string, ApiError> text_of(const Json& content, const std::string& where) {
@@ -44,10 +51,10 @@ std::variant<std::string, ApiError> text_of(const Json& content, const std::stri
     if (std::get<std::string>(type) != "text")
       return field_error(at(where, i), "blocks of type '" + std::get<std::string>(type) +
                                            "' are not supported here (these checkpoints read text)");
-    const Json& text = content[i].value("text", Json());
-    if (!text.is_string()) return field_error(at(where, i) + ".text", "must be a string");
+    auto text = block_text(content[i], at(where, i));
+    if (auto* error = std::get_if<ApiError>(&text)) return *error;
     if (i > 0) joined += '\n';
-    joined += text.get<std::string>();
+    joined += std::get<std::string>(text);
   }
   return joined;
 }
@@ -160,7 +167,7 @@ class Reader {
       if (auto* error = std::get_if<ApiError>(&type)) return *error;
       const std::string& kind = std::get<std::string>(type);
       if (kind == "text") {
-        auto piece = text_of(Json::array({content[j]}), here);
+        auto piece = block_text(content[j], here);
         if (auto* error = std::get_if<ApiError>(&piece)) return *error;
         text = text ? *text + "\n" + std::get<std::string>(piece) : std::get<std::string>(piece);
       } else if (kind == "tool_result") {
@@ -205,7 +212,7 @@ class Reader {
       const std::string& kind = std::get<std::string>(type);
       const Json& block = content[j];
       if (kind == "text") {
-        auto piece = text_of(Json::array({block}), here);
+        auto piece = block_text(block, here);
         if (auto* error = std::get_if<ApiError>(&piece)) return *error;
         if (has_text) message.content += '\n';
         message.content += std::get<std::string>(piece);

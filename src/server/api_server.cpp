@@ -137,11 +137,16 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
                   {{"WWW-Authenticate", "Bearer"}}, dialect);
   if (path == "/v1/models") {
     if (!get) return reject(exchange, {405, "use GET /v1/models", "", "invalid_request_error"}, {{"Allow", "GET"}});
+    // One list in both APIs' shapes at once (OpenAI's object/created/owned_by, Anthropic's
+    // type/display_name/created_at and paging fields): each client reads its own and skips the rest.
     Json models = Json::array();
     for (const std::string& name : config_.model_names)
       models.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "kipp"},
-                        {"max_model_len", config_.context}});
-    return exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}}));
+                        {"max_model_len", config_.context}, {"type", "model"}, {"display_name", name},
+                        {"created_at", "1970-01-01T00:00:00Z"}});
+    return exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}, {"has_more", false},
+                                                 {"first_id", config_.model_names.front()},
+                                                 {"last_id", config_.model_names.back()}}));
   }
   if (path == "/props") {
     if (!get) return reject(exchange, {405, "use GET /props", "", "invalid_request_error"}, {{"Allow", "GET"}});

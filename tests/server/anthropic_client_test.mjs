@@ -99,6 +99,18 @@ describe('the Messages API through the Anthropic client', () => {
     }
   });
 
+  test('models.list reads the served names', async () => {
+    const page = await client.models.list();
+    const ids = page.data.map((model) => model.id);
+    assert.ok(ids.includes(MODEL), ids.join(', '));
+    for (const model of page.data) {
+      assert.equal(model.type, 'model');
+      assert.equal(typeof model.display_name, 'string');
+      assert.ok(!Number.isNaN(Date.parse(model.created_at)));
+    }
+    assert.equal(page.has_more, false);
+  });
+
   test('a plain message: blocks, stop reason and usage; the shared prefix is read from the pool', async () => {
     const request = { model: MODEL, max_tokens: 20, temperature: 0, system: [{ type: 'text', text: 'A long shared system prompt '.repeat(8) }],
       messages: [{ role: 'user', content: 'Hello' }] };

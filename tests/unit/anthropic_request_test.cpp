@@ -151,6 +151,33 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
   expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi","name":"n"}]})",
                      "messages[0].name");
   expect_field_error(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5})", "max_tokens", true);
+  // Every field given the wrong JSON type is a 400 naming it, never a crash.
+  for (const auto& [fields, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"("system":5)", "system"},
+           {R"("system":[{"type":"text"}])", "system[0].text"},
+           {R"("tools":{})", "tools"},
+           {R"("tools":[5])", "tools[0]"},
+           {R"("tool_choice":"any")", "tool_choice"},
+           {R"("thinking":"enabled")", "thinking"},
+           {R"("thinking":{"type":"enabled","budget_tokens":"10"})", "thinking.budget_tokens"},
+           {R"("output_config":[])", "output_config"},
+           {R"("output_config":{"format":"json"})", "output_config.format"},
+           {R"("stop_sequences":[1])", "stop_sequences"},
+           {R"("stream":"yes")", "stream"},
+           {R"("top_k":-1)", "top_k"}})
+    expect_field_error(with(fields), param);
+  for (const auto& [messages, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({})", "messages"},
+           {R"([5])", "messages[0]"},
+           {R"([{"role":"user"}])", "messages[0].content"},
+           {R"([{"role":"user","content":7}])", "messages[0].content"},
+           {R"([{"role":"user","content":[7]}])", "messages[0].content[0]"},
+           {R"([{"role":"user","content":[{"type":"text","text":1}]}])", "messages[0].content[0].text"},
+           {R"([{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":[]}]},{"role":"user","content":"x"}])",
+            "messages[0].content[0].input"},
+           {R"([{"role":"assistant","content":[{"type":"thinking"}]},{"role":"user","content":"x"}])",
+            "messages[0].content[0].thinking"}})
+    expect_field_error(R"({"model":"m","max_tokens":5,"messages":)" + messages + "}", param);
 }
 
 }  // namespace
