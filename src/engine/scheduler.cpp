@@ -492,6 +492,8 @@ void Scheduler::retire_finished() {
         ++stats_.cancelled;
       else
         ++stats_.finished;
+      if (!request.report.error && !request.report.cancelled)
+        stats_.request_seconds.observe(seconds_between(request.submitted, now));
     }
     it = running_.erase(it);
   }

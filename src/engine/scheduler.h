@@ -121,6 +121,7 @@ struct SchedulerStats {
   Histogram queue_seconds{{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   Histogram first_token_seconds{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   Histogram batch_size{{1, 2, 4, 8, 16, 32, 64}};
+  Histogram request_seconds{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}};  // submitted -> done, finished ones
 };
 
 class Scheduler {

@@ -8,7 +8,8 @@ namespace {
 
 class Exposition {
  public:
-  explicit Exposition(std::string model) : labels_("model=\"" + escape(model) + "\"") {}
+  // `label`: the name of the label that says which model (Kipp's `model`, vLLM's `model_name`).
+  Exposition(const std::string& label, const std::string& model) : labels_(label + "=\"" + escape(model) + "\"") {}
 
   void metric(const char* name, const char* type, const char* help, double value, const std::string& extra = "") {
     header(name, type, help);
@@ -58,11 +59,33 @@ class Exposition {
   std::ostringstream out_;
 };
 
+// What routers and dashboards built for vLLM read, under vLLM's names and its model_name label:
+// the load gauges prefix-aware routers weigh replicas by (llm-d's endpoint picker reads the
+// queue and the KV use), the cache's shape, the prefix cache in tokens, and the two latency
+// histograms dashboards chart.
+std::string vllm_text(const SchedulerStats& stats, const std::string& model, double used) {
+  Exposition v("model_name", model);
+  v.metric("vllm:num_requests_running", "gauge", "Requests being evaluated.", stats.running);
+  v.metric("vllm:num_requests_waiting", "gauge", "Requests queued for admission.", stats.waiting);
+  v.metric("vllm:kv_cache_usage_perc", "gauge", "Fraction of KV pool blocks held by requests (0..1).", used);
+  v.metric("vllm:gpu_cache_usage_perc", "gauge", "The older name of vllm:kv_cache_usage_perc.", used);
+  v.metric("vllm:cache_config_info", "gauge", "The KV cache's configuration, in labels.", 1,
+           "block_size=\"" + std::to_string(kKvBlockTokens) + "\",num_gpu_blocks=\"" + std::to_string(stats.pool.total) +
+               "\",enable_prefix_caching=\"True\"");
+  v.metric("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+           double(stats.prompt_tokens));
+  v.metric("vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
+           double(stats.prefix_tokens_reused));
+  v.histogram("vllm:time_to_first_token_seconds", "From arrival to the first generated token.", stats.first_token_seconds);
+  v.histogram("vllm:e2e_request_latency_seconds", "From arrival to the end of finished requests.", stats.request_seconds);
+  return v.text();
+}
+
 }  // namespace
 
 std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& rejected, const ToolCallCounts& tools,
                             const std::string& model) {
-  Exposition e(model);
+  Exposition e("model", model);
   const double used = stats.pool.total ? double(stats.pool.total - stats.pool.free) / stats.pool.total : 0.0;
   e.metric("kipp_requests_running", "gauge", "Requests being evaluated.", stats.running);
   e.metric("kipp_requests_waiting", "gauge", "Requests queued for admission.", stats.waiting);
@@ -97,10 +120,7 @@ std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& 
            double(stats.pool.reused));
   e.metric("kipp_kv_pool_blocks_evicted_total", "counter", "Cached blocks reclaimed for new data.",
            double(stats.pool.evicted));
-  e.metric("vllm:num_requests_running", "gauge", "Requests being evaluated (vLLM name).", stats.running);
-  e.metric("vllm:num_requests_waiting", "gauge", "Requests queued (vLLM name).", stats.waiting);
-  e.metric("vllm:kv_cache_usage_perc", "gauge", "Fraction of KV pool blocks held by requests (vLLM name).", used);
-  return e.text();
+  return e.text() + vllm_text(stats, model, used);
 }
 
 }  // namespace kipp::server

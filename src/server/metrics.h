@@ -1,6 +1,9 @@
 // GET /metrics: the scheduler's counters, gauges and histograms in the Prometheus text format,
-// under kipp_* names, plus the vLLM names for the gauges that prefix-aware routers read
-// (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc).
+// under kipp_* names, plus what routers and dashboards built for vLLM read, under vLLM's names
+// and label (model_name): vllm:num_requests_running, vllm:num_requests_waiting,
+// vllm:kv_cache_usage_perc (and the older vllm:gpu_cache_usage_perc), vllm:cache_config_info,
+// vllm:prefix_cache_queries_total / _hits_total (tokens), vllm:time_to_first_token_seconds and
+// vllm:e2e_request_latency_seconds.
 #pragma once
 
 #include <atomic>

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+
 import { metric, metrics, startServer } from './server_process.mjs';
 
 const [kipp, model, shapeModel] = process.argv.slice(2);
@@ -193,6 +195,38 @@ describe('kipp serve under hostile input', () => {
       'kipp_kv_pool_blocks_evicted_total', 'kipp_prefix_tokens_reused_total', 'vllm:num_requests_running',
       'vllm:num_requests_waiting', 'vllm:kv_cache_usage_perc'])
       assert.ok(text.includes(`\n${name}{`) || text.startsWith(`${name}{`), name);
+  });
+
+  test('/metrics parses as the Prometheus text format; the vLLM names say what vLLM\'s do', async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const families = Object.fromEntries(parsePrometheusTextFormat(text).map((family) => [family.name, family]));
+    const declared = [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)];
+    assert.equal(Object.keys(families).length, declared.length, 'every declared family parses');
+    for (const [, name, type] of declared) assert.equal(families[name].type, type.toUpperCase(), name);
+    const one = (name) => {
+      const samples = families[name]?.metrics;
+      assert.ok(samples?.length === 1, name);
+      assert.equal(samples[0].labels.model_name, 'kipp-test/qwen3-tiny', `${name}: vLLM's label`);
+      return samples[0];
+    };
+    const kipp = (name, labels = '') => metric(Object.fromEntries(text.split('\n').filter((l) => l && !l.startsWith('#'))
+      .map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))])), name, labels);
+    for (const [name, type] of [['vllm:num_requests_running', 'GAUGE'], ['vllm:num_requests_waiting', 'GAUGE'],
+      ['vllm:kv_cache_usage_perc', 'GAUGE'], ['vllm:gpu_cache_usage_perc', 'GAUGE'], ['vllm:cache_config_info', 'GAUGE'],
+      ['vllm:prefix_cache_queries_total', 'COUNTER'], ['vllm:prefix_cache_hits_total', 'COUNTER'],
+      ['vllm:time_to_first_token_seconds', 'HISTOGRAM'], ['vllm:e2e_request_latency_seconds', 'HISTOGRAM']])
+      assert.equal(families[name]?.type, type, name);
+    assert.equal(Number(one('vllm:gpu_cache_usage_perc').value), Number(one('vllm:kv_cache_usage_perc').value));
+    const cache = one('vllm:cache_config_info').labels;
+    assert.equal(cache.block_size, '32');
+    assert.equal(Number(cache.num_gpu_blocks), kipp('kipp_kv_pool_blocks', 'state="total"'));
+    assert.equal(Number(one('vllm:prefix_cache_queries_total').value), kipp('kipp_prompt_tokens_total'));
+    assert.equal(Number(one('vllm:prefix_cache_hits_total').value), kipp('kipp_prefix_tokens_reused_total'));
+    // The parser folds labelled histograms lossily (prom2json's shape), so their counts are read raw.
+    const vllmLabel = 'model_name="kipp-test/qwen3-tiny"';
+    const e2e = kipp('vllm:e2e_request_latency_seconds_count', vllmLabel);
+    assert.ok(e2e >= 1 && e2e <= kipp('kipp_requests_total', 'outcome="finished"'), `${e2e} finished requests timed`);
+    assert.equal(kipp('vllm:time_to_first_token_seconds_count', vllmLabel), kipp('kipp_time_to_first_token_seconds_count'));
   });
 });
 
