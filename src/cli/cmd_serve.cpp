@@ -1,6 +1,7 @@
 // `kipp serve --model FILE [--host 127.0.0.1] [--port 8080] [--kv-pool-mib N] [--max-batch N]
 // [--api-key KEY] [--backend B] [--threads N] ...`: the OpenAI-compatible server. The socket is
-// bound first, so /health answers 503 while the model loads; SIGINT or SIGTERM stop it cleanly.
+// bound first, so /health answers 503 while the model loads; SIGINT or SIGTERM drain it (running
+// requests finish, new ones are refused), a second signal stops it at once.
 #include <pthread.h>
 #include <signal.h>
 
@@ -37,6 +38,7 @@ struct ServeArgs {
   unsigned max_connections = 256;
   uint64_t max_body_bytes = 8 << 20;
   double request_timeout = 30, idle_timeout = 60, write_timeout = 30;
+  double drain_timeout = 30;
   BackendFlags backend;
 };
 
@@ -119,9 +121,28 @@ int run_serve(const ServeArgs& args) {
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
 
+  // The first SIGTERM or SIGINT drains: /health turns 503 "draining", new requests are refused
+  // (a router retries them elsewhere), the running ones finish and their responses go out; then
+  // the server stops. A second signal, or --drain-timeout, stops it at once (what is still
+  // running ends as cancelled). While the model loads there is nothing to drain.
+  std::atomic<bool> finished{false};
   std::thread signals([&] {
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
+    server::ApiServer* serving = api.load();
+    if (!serving || finished) return (*http)->stop();
+    std::fprintf(stderr, "kipp serve: draining (a second signal stops at once)\n");
+    serving->drain();
+    (*http)->drain();
+    const auto deadline = std::chrono::steady_clock::now() + millis(args.drain_timeout);
+    const timespec poll{0, 20'000'000};
+    while (!finished && !(serving->idle() && (*http)->open_connections() == 0)) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        std::fprintf(stderr, "kipp serve: --drain-timeout passed; stopping what still runs\n");
+        break;
+      }
+      if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) break;  // a second signal
+    }
     (*http)->stop();
   });
   std::optional<Error> load_error;
@@ -139,6 +160,7 @@ int run_serve(const ServeArgs& args) {
   });
   (*http)->run();
   loader.join();
+  finished = true;
   pthread_kill(signals.native_handle(), SIGTERM);  // releases the signal thread if no signal came
   signals.join();
   api.store(nullptr);
@@ -177,6 +199,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--api-key", args->api_key,
                   "Require the key on /v1 routes (as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\")")
       ->envname("KIPP_API_KEY");
+  sub->add_option("--drain-timeout", args->drain_timeout,
+                  "Seconds the first SIGTERM/SIGINT waits for running requests before stopping (default 30)")
+      ->check(CLI::Range(0.0, 86400.0));
   sub->add_option("--max-connections", args->max_connections, "Open connections at once (default 256)")
       ->check(CLI::Range(1, 100000));
   sub->add_option("--max-body-bytes", args->max_body_bytes, "Largest request body (default 8 MiB)")

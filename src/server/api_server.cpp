@@ -70,9 +70,9 @@ void ApiServer::work() {
       pending_.pop_front();
     }
     switch (next.route) {
-      case Route::completions: completion(Endpoint::completions, next.request, next.exchange); break;
-      case Route::chat: completion(Endpoint::chat, next.request, next.exchange); break;
-      case Route::messages: completion(Endpoint::messages, next.request, next.exchange); break;
+      case Route::completions: completion(Endpoint::completions, next.request, next.exchange, next.taken); break;
+      case Route::chat: completion(Endpoint::chat, next.request, next.exchange, next.taken); break;
+      case Route::messages: completion(Endpoint::messages, next.request, next.exchange, next.taken); break;
       case Route::count_tokens: count_tokens(next.request, next.exchange); break;
       case Route::tokenize:
       case Route::detokenize: {
@@ -115,6 +115,7 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
   const bool get = request.method == "GET", post = request.method == "POST";
   if (path == "/health" || path == "/healthz") {
     if (!get) return reject(exchange, {405, "use GET " + path, "", "invalid_request_error"}, {{"Allow", "GET"}});
+    if (draining_) return exchange->respond(json_response(503, {{"status", "draining"}}));
     return exchange->respond(json_response(200, {{"status", "ok"}}));
   }
   if (path == "/metrics") {
@@ -163,9 +164,14 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
   if (route) {
     if (!post)
       return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}}, dialect);
+    if (draining_)
+      return reject(exchange, {503, "the server is shutting down: send the request to another replica", "", "server_error",
+                               "draining"},
+                    {{"Retry-After", "1"}}, dialect);
+    auto taken = std::make_shared<Taken>(active_);
     {
       std::lock_guard lock(pending_mutex_);
-      pending_.push_back({*route, std::move(request), std::move(exchange)});
+      pending_.push_back({*route, std::move(request), std::move(exchange), std::move(taken)});
     }
     pending_ready_.notify_one();
     return;
@@ -237,7 +243,10 @@ void ApiServer::count_tokens(const HttpRequest& http, const std::shared_ptr<Http
   exchange->respond(json_response(200, {{"input_tokens", prompts.front().size()}}));
 }
 
-void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange) {
+void ApiServer::drain() { draining_ = true; }
+
+void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange,
+                           const std::shared_ptr<Taken>& taken) {
   const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
   const auto refuse = [&](const ApiError& error, HttpHeaders headers = {}) {
     reject(exchange, error, std::move(headers), dialect);
@@ -326,7 +335,7 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
       renumbered.choice += first_choice;
       responder->update(renumbered);
     };
-    part.on_done = [responder, gathered](const RequestReport& report) {
+    part.on_done = [responder, gathered, taken](const RequestReport& report) {
       std::lock_guard lock(gathered->mutex);
       RequestReport& all = gathered->report;
       if (!all.error) all.error = report.error;

@@ -46,16 +46,36 @@ class ApiServer {
   // worker thread, so a large body never holds up the I/O thread (and the other connections).
   void handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
 
+  // Graceful shutdown: /health turns 503 "draining" and requests are refused with 503 (a router
+  // retries them elsewhere), while those already taken run to their end. Thread-safe.
+  void drain();
+  // Whether every request taken has been answered (its last byte handed to the HTTP layer).
+  bool idle() const { return *active_ == 0; }
+
  private:
   // Work that reads a body (completions, tokenizing) runs on the worker thread.
   enum class Route { completions, chat, messages, count_tokens, tokenize, detokenize };
+  // Held from the moment a request is taken until nothing of it is left (its scheduler request
+  // included), so that idle() means what it says.
+  class Taken {
+   public:
+    explicit Taken(std::shared_ptr<std::atomic<unsigned>> active) : active_(std::move(active)) { ++*active_; }
+    ~Taken() { --*active_; }
+    Taken(const Taken&) = delete;
+    Taken& operator=(const Taken&) = delete;
+
+   private:
+    std::shared_ptr<std::atomic<unsigned>> active_;
+  };
   struct Pending {
     Route route;
     HttpRequest request;
     std::shared_ptr<HttpExchange> exchange;
+    std::shared_ptr<Taken> taken;
   };
   void work();
-  void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
+  void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
+                  const std::shared_ptr<Taken>& taken);
   void count_tokens(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
   std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ApiRequest& request,
                                        std::vector<std::vector<uint32_t>>& prompts) const;
@@ -75,6 +95,9 @@ class ApiServer {
   ToolCallCounts tool_counts_;
   const Result<ThinkTokens> think_tokens_;  // for reasoning_tokens; an error for a tokenizer without them
 
+  // Requests taken and not yet answered; shared with the scheduler's callbacks, which may outlive this.
+  const std::shared_ptr<std::atomic<unsigned>> active_ = std::make_shared<std::atomic<unsigned>>(0);
+  std::atomic<bool> draining_{false};
   std::mutex pending_mutex_;  // guards pending_ and stopping_
   std::condition_variable pending_ready_;
   std::deque<Pending> pending_;

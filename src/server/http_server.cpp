@@ -161,6 +161,7 @@ struct Core : std::enable_shared_from_this<Core> {
   // The rest only on the I/O thread.
   unsigned refusing = 0;
   bool stopping = false;
+  bool draining = false;  // answer what is in progress, keep no connection open after it
   uint64_t next_key = 0;
   std::unordered_map<uint64_t, std::weak_ptr<Session>> sessions;
 
@@ -168,6 +169,7 @@ struct Core : std::enable_shared_from_this<Core> {
   void accept();
   void on_accept(error_code ec, tcp::socket sock);
   void shutdown();
+  void drain();
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -228,6 +230,12 @@ class Session : public std::enable_shared_from_this<Session> {
       cur_gone_ = true;
       fire_gone();
     }
+  }
+
+  // Draining: a keep-alive connection waiting for its next request is closed (a router retries
+  // a request that was on its way); the others close once their response is out.
+  void close_if_idle() {
+    if (phase_ == Phase::kWaitFirstByte) close_now();
   }
 
   // --- HttpExchange operations, on the I/O thread (through the strand). ---
@@ -510,7 +518,7 @@ class Session : public std::enable_shared_from_this<Session> {
     request.path = request.target.substr(0, request.target.find('?'));
     for (const auto& field : req) request.headers.emplace_back(to_std(field.name_string()), to_std(field.value()));
     request.body = std::move(req.body());
-    keep_alive_ = req.keep_alive() && !core_->stopping;
+    keep_alive_ = req.keep_alive() && !core_->stopping && !core_->draining;
     http10_ = req.version() < 11;
     head_request_ = req.method() == http::verb::head;
     parser_.reset();
@@ -652,6 +660,10 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
       case After::kNextRequest:
         finish_request();
+        if (core_->draining) {
+          linger();  // a keep-alive connection answered before the drain: closed now
+          break;
+        }
         start_read();
         break;
       case After::kLinger:
@@ -819,6 +831,14 @@ void Core::on_accept(error_code ec, tcp::socket sock) {
   accept();
 }
 
+void Core::drain() {
+  if (draining || stopping) return;
+  draining = true;
+  auto all = sessions;
+  for (auto& [key, weak] : all)
+    if (auto session = weak.lock()) session->close_if_idle();
+}
+
 void Core::shutdown() {
   if (stopping) return;
   stopping = true;
@@ -852,6 +872,10 @@ class Server final : public HttpServer {
 
   void stop() override {
     asio::post(core_->ioc, [core = core_.get()] { core->shutdown(); });
+  }
+
+  void drain() override {
+    asio::post(core_->ioc, [core = core_.get()] { core->drain(); });
   }
 
   unsigned open_connections() const override { return core_->open.load(); }

@@ -79,6 +79,10 @@ class HttpServer {
   virtual uint16_t port() const = 0;  // the bound port
   virtual void run() = 0;             // serves until stop()
   virtual void stop() = 0;            // thread-safe; run() returns soon after
+  // Thread-safe: from now on no connection is kept open after its response (idle keep-alive
+  // ones are closed at once); new connections are still served. open_connections() then falls
+  // to 0 once every response in progress is out.
+  virtual void drain() = 0;
   virtual unsigned open_connections() const = 0;
 };
 

@@ -230,6 +230,68 @@ describe('kipp serve under hostile input', () => {
   });
 });
 
+// A streamed completion on a fresh connection: `started` resolves with the first bytes of the
+// body, `ended` with everything once the server closes the connection.
+function openStream(port, body) {
+  const socket = net.connect(port, '127.0.0.1');
+  const chunks = [];
+  let first;
+  const started = new Promise((resolve) => { first = resolve; });
+  const ended = new Promise((resolve) => {
+    socket.on('data', (data) => {
+      chunks.push(data);
+      if (Buffer.concat(chunks).toString('latin1').includes('data: ')) first();
+    });
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+  });
+  socket.on('error', () => {});
+  socket.on('connect', () => socket.write(post('/v1/completions', JSON.stringify(body))));
+  return { started, ended };
+}
+
+const LONG = { model: MODEL, prompt: 'Once upon a time', stream: true, temperature: 0,
+  logit_bias: { 151643: -100, 151645: -100 } };
+
+describe('graceful shutdown', () => {
+  test('SIGTERM drains: health says draining, new requests get 503, the running one finishes, exit 0', async () => {
+    const server = await startServer(kipp, model);
+    const stream = openStream(server.port, { ...LONG, max_tokens: 400 });
+    await stream.started;
+    server.signal('SIGTERM');
+    for (let i = 0; i < 200; ++i) {  // the signal is taken by another thread: wait for it to act
+      if ((await exchange(server.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')).status === 503) break;
+      await sleep(10);
+    }
+    const health = await exchange(server.port, 'GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    assert.equal(health.status, 503);
+    assert.match(health.text, /"status":"draining"/);
+    const refused = await exchange(server.port, post('/v1/completions', JSON.stringify({ model: MODEL, prompt: 'x', max_tokens: 2 })));
+    assert.equal(refused.status, 503);
+    assert.match(refused.text, /"code":"draining"/);
+    assert.match(refused.text, /Retry-After: 1/i);
+    const text = await stream.ended;
+    assert.ok(text.includes('data: [DONE]'), 'the running request finished');
+    const chunks = text.split('\n').filter((line) => line.startsWith('data: {')).map((line) => JSON.parse(line.slice(6)));
+    assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+    assert.equal(await server.exited(), 0);
+  });
+
+  test('a second signal stops at once, and so does --drain-timeout; cut streams end without [DONE]', async () => {
+    for (const [extra, signals] of [[[], ['SIGINT', 'SIGINT']], [['--drain-timeout', '0.2'], ['SIGTERM']]]) {
+      const server = await startServer(kipp, model, extra);
+      const stream = openStream(server.port, { ...LONG, max_tokens: 3500 });
+      await stream.started;
+      for (const name of signals) {
+        server.signal(name);
+        await sleep(50);
+      }
+      const text = await stream.ended;
+      assert.ok(!text.includes('[DONE]'), `${signals.join(' ')} ${extra.join(' ')}: the stream is cut, and says so by its end`);
+      assert.equal(await server.exited(), 0);
+    }
+  });
+});
+
 describe('while the model loads', () => {
   test('health says 503 "loading" until the model is ready, then 200', async () => {
     // The 0.6B shape takes a moment to load: its weights are packed for the CPU kernels.

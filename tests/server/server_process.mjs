@@ -26,12 +26,18 @@ export async function startServer(kipp, model, extraArgs = [], { env = {}, until
     });
   });
   const port = await ready;
+  const exit = new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    child.on('exit', (code) => resolve(code));
+  });
   return {
     port,
     url: `http://127.0.0.1:${port}`,
     pid: child.pid,
     log: () => log,
     alive: () => child.exitCode === null && child.signalCode === null,
+    signal: (name) => child.kill(name),
+    exited: () => exit,  // the exit code, once the process has ended
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
       const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)));
