@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "engine/scheduler.h"
 #include "model/model_file.h"
+#include "server/agent_port.h"
 #include "server/api_server.h"
 #include "server/cors.h"
 #include "server/http_server.h"
@@ -33,6 +34,7 @@ struct ServeArgs {
   std::vector<std::string> cors_origins;
   bool ignore_unknown_fields = false;
   uint16_t port = 8080;
+  std::optional<uint16_t> agent_port;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
   unsigned max_connections = 256;
@@ -81,6 +83,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.variant = c.variant;
   config.chat_template = std::string(loaded.file->tokenizer().chat_template);
   config.max_sequences = options.max_sequences;
+  config.max_waiting = options.max_waiting;
   config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
@@ -120,6 +123,16 @@ int run_serve(const ServeArgs& args) {
   auto http = server::HttpServer::create(args.host, args.port, limits, handler);
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
+  std::unique_ptr<server::AgentPort> agent;
+  if (args.agent_port) {
+    auto started = server::AgentPort::create(args.host, *args.agent_port, [&api] {
+      const server::ApiServer* serving = api.load();
+      return serving ? serving->agent_reply() : std::string("down #loading\n");
+    });
+    if (!started) return report(started.error());
+    agent = std::move(*started);
+    std::fprintf(stderr, "kipp serve: agent port %s:%u\n", args.host.c_str(), unsigned(agent->port()));
+  }
 
   // The first SIGTERM or SIGINT drains: /health turns 503 "draining", new requests are refused
   // (a router retries them elsewhere), the running ones finish and their responses go out; then
@@ -163,6 +176,7 @@ int run_serve(const ServeArgs& args) {
   finished = true;
   pthread_kill(signals.native_handle(), SIGTERM);  // releases the signal thread if no signal came
   signals.join();
+  agent.reset();
   api.store(nullptr);
   loaded.api.reset();        // stops taking requests to the scheduler
   loaded.scheduler.reset();  // cancels what is left before the backend goes
@@ -199,6 +213,8 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--api-key", args->api_key,
                   "Require the key on /v1 routes (as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\")")
       ->envname("KIPP_API_KEY");
+  sub->add_option("--agent-port", args->agent_port,
+                  "Answer HAProxy's agent check on this port (0 picks one): up N% by load, drain, or down");
   sub->add_option("--drain-timeout", args->drain_timeout,
                   "Seconds the first SIGTERM/SIGINT waits for running requests before stopping (default 30)")
       ->check(CLI::Range(0.0, 86400.0));

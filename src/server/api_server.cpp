@@ -6,6 +6,7 @@
 
 #include "engine/reasoning_split.h"
 #include "engine/tool_calls.h"
+#include "server/agent_port.h"
 #include "server/anthropic_request.h"
 #include "server/anthropic_responder.h"
 #include "server/api_response.h"
@@ -244,6 +245,10 @@ void ApiServer::count_tokens(const HttpRequest& http, const std::shared_ptr<Http
 }
 
 void ApiServer::drain() { draining_ = true; }
+
+std::string ApiServer::agent_reply() const {
+  return server::agent_reply({scheduler_.stats(), config_.max_waiting, config_.max_sequences, draining_});
+}
 
 void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange,
                            const std::shared_ptr<Taken>& taken) {

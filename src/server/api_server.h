@@ -34,7 +34,8 @@ struct ApiConfig {
   std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
   std::string chat_template;           // the artifact's, for GET /props
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
-  uint32_t max_sequences = 0;          // evaluated together, for GET /props
+  uint32_t max_sequences = 0;          // evaluated together, for GET /props and the agent's load
+  uint32_t max_waiting = 0;            // the queue's room, for the agent's load
 };
 
 class ApiServer {
@@ -51,6 +52,8 @@ class ApiServer {
   void drain();
   // Whether every request taken has been answered (its last byte handed to the HTTP layer).
   bool idle() const { return *active_ == 0; }
+  // The HAProxy agent's line for this replica (agent_port.h).
+  std::string agent_reply() const;
 
  private:
   // Work that reads a body (completions, tokenizing) runs on the worker thread.

@@ -37,6 +37,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <nlohmann/json.hpp>
 
+#include "server/tcp_listener.h"
+
 namespace kipp::server {
 
 namespace {
@@ -884,11 +886,6 @@ class Server final : public HttpServer {
   std::shared_ptr<Core> core_;
 };
 
-std::string describe(const std::string& host, uint16_t port) {
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
-}
-
 }  // namespace
 
 std::string HttpRequest::header(std::string_view name) const {
@@ -911,33 +908,11 @@ std::string openai_error_body(std::string_view message, std::string_view type, s
 
 Result<std::unique_ptr<HttpServer>> HttpServer::create(const std::string& host, uint16_t port,
                                                        const HttpLimits& limits, HttpHandler handler) {
-  const std::string where = describe(host, port);
+  const std::string where = describe_endpoint(host, port);
   if (!handler) return fail("http server on ", where, ": no request handler");
   try {
     auto core = std::make_shared<Core>(limits, std::move(handler));
-    error_code ec;
-    tcp::endpoint endpoint;
-    auto address = asio::ip::make_address(host, ec);
-    if (!ec) {
-      endpoint = tcp::endpoint(address, port);
-    } else {
-      tcp::resolver resolver(core->ioc);
-      auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-      if (ec || results.empty())
-        return fail("cannot resolve ", where, ": ", ec ? ec.message() : std::string("no addresses"));
-      endpoint = results.begin()->endpoint();
-    }
-    core->acceptor.open(endpoint.protocol(), ec);
-    if (ec) return fail("cannot listen on ", where, ": ", ec.message());
-    core->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-    if (ec) return fail("cannot listen on ", where, ": ", ec.message());
-    core->acceptor.bind(endpoint, ec);
-    if (ec) return fail("cannot bind ", where, ": ", ec.message());
-    core->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-    if (ec) return fail("cannot listen on ", where, ": ", ec.message());
-    auto bound = core->acceptor.local_endpoint(ec);
-    if (ec) return fail("cannot listen on ", where, ": ", ec.message());
-    core->port = bound.port();
+    KIPP_ASSIGN(core->port, listen_on(core->acceptor, host, port));
     core->accept();
     return std::unique_ptr<HttpServer>(std::make_unique<Server>(std::move(core)));
   } catch (const std::exception& e) {

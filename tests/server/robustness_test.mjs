@@ -253,8 +253,11 @@ const LONG = { model: MODEL, prompt: 'Once upon a time', stream: true, temperatu
   logit_bias: { 151643: -100, 151645: -100 } };
 
 describe('graceful shutdown', () => {
-  test('SIGTERM drains: health says draining, new requests get 503, the running one finishes, exit 0', async () => {
-    const server = await startServer(kipp, model);
+  test('SIGTERM drains: health and the agent say draining, new requests get 503, the running one finishes, exit 0', async () => {
+    const server = await startServer(kipp, model, ['--agent-port', '0']);
+    const agentPort = Number(/agent port [^:]+:(\d+)/.exec(server.log())[1]);
+    const agent = async () => (await exchange(agentPort, '')).text;
+    assert.match(await agent(), /^up \d+%\n$/);
     const stream = openStream(server.port, { ...LONG, max_tokens: 400 });
     await stream.started;
     server.signal('SIGTERM');
@@ -269,6 +272,7 @@ describe('graceful shutdown', () => {
     assert.equal(refused.status, 503);
     assert.match(refused.text, /"code":"draining"/);
     assert.match(refused.text, /Retry-After: 1/i);
+    assert.equal(await agent(), 'drain #draining\n');
     const text = await stream.ended;
     assert.ok(text.includes('data: [DONE]'), 'the running request finished');
     const chunks = text.split('\n').filter((line) => line.startsWith('data: {')).map((line) => JSON.parse(line.slice(6)));
