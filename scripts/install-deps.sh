@@ -10,6 +10,7 @@ debian_packages=(
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
   libutf8proc-dev libpcre2-dev libboost-dev
   python3 python3-numpy python3-jinja2
+  haproxy curl
   nodejs npm
 )
 

@@ -1,0 +1,195 @@
+// Three replicas of the tiny checkpoint behind HAProxy (scripts/fleet.sh with
+// deploy/haproxy/kipp.cfg), 8 concurrent clients holding seeded conversations that share
+// prefixes:
+//   - affinity: at least 80% of the turns land on their conversation's replica (X-Kipp-Replica,
+//     set by HAProxy), and no replica takes more than 1.5 times the mean;
+//   - a replica killed with SIGKILL mid-run: every non-streamed request still gets the answer a
+//     lone server gives, a stream cut by the kill ends without [DONE], and the supervisor brings
+//     the replica back into HAProxy's pool within 10 s;
+//   - a replica sent SIGTERM drains: its running requests complete and it takes no new request.
+//
+//   node fleet_test.mjs KIPP MODEL SCRATCH_DIR
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+
+import { startServer } from './server_process.mjs';
+
+const [kipp, model, scratch] = process.argv.slice(2);
+if (!scratch) {
+  console.error('usage: fleet_test.mjs KIPP MODEL SCRATCH_DIR');
+  process.exit(2);
+}
+const MODEL = 'kipp-test/qwen3-tiny';
+const PORT = 15000 + (process.pid % 400) * 10;  // below the ephemeral range other tests' port 0 draws from
+const DIR = `${scratch}/fleet-${PORT}`;
+const URL = `http://127.0.0.1:${PORT}`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const fleet = (args, serveFlags = []) => execFileSync('bash', ['scripts/fleet.sh', ...args, '--port', String(PORT),
+  '--dir', DIR, ...(serveFlags.length ? ['--', ...serveFlags] : [])], { encoding: 'utf8', timeout: 120000 });
+const pidOf = (replica) => Number(readFileSync(`${DIR}/${replica}.pid`, 'utf8'));
+
+// A seeded generator, so the conversations (and so their hashes) are the same every run.
+function rng(seed) {
+  let state = seed >>> 0;
+  return () => ((state = (state * 1664525 + 1013904223) >>> 0) / 2 ** 32);
+}
+const WORDS = 'alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa'.split(' ');
+function conversations(count, seed) {
+  const random = rng(seed);
+  const text = (n) => Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
+  const system = `You are a helpful assistant. ${text(20)}`;  // shared by all; the first user turn tells them apart
+  return Array.from({ length: count }, (_, i) => ({
+    id: i,
+    messages: [{ role: 'system', content: system }, { role: 'user', content: `Conversation ${i}: ${text(12)}` }],
+    turns: 5 + Math.floor(random() * 3),  // one turn sent elsewhere by the load bound still leaves 80%
+  }));
+}
+
+const body = (messages, fields = {}) => JSON.stringify({ model: MODEL, messages, max_tokens: 8, temperature: 0,
+  chat_template_kwargs: { enable_thinking: false }, ...fields });
+
+// `session`: sent as X-Session-Id, which HAProxy hashes instead of the body.
+async function chat(messages, fields = {}, session = undefined) {
+  const headers = { 'content-type': 'application/json', ...(session ? { 'x-session-id': session } : {}) };
+  const response = await fetch(`${URL}/v1/chat/completions`, { method: 'POST', headers, body: body(messages, fields) });
+  const text = await response.text();
+  return { status: response.status, replica: response.headers.get('x-kipp-replica'), text,
+    answer: response.status === 200 ? JSON.parse(text).choices[0].message.content : null };
+}
+
+// Plays conversations with `clients` of them at a time, turn after turn; every request is
+// recorded with the replica that answered it.
+async function play(list, clients, record, during = async () => {}) {
+  const queue = [...list];
+  const worker = async () => {
+    for (let c; (c = queue.shift());) {
+      for (let turn = 0; turn < c.turns; ++turn) {
+        const result = await chat(c.messages);
+        record.push({ conversation: c.id, messages: structuredClone(c.messages), ...result });
+        if (result.status !== 200) continue;
+        c.messages.push({ role: 'assistant', content: result.answer }, { role: 'user', content: `next ${turn}` });
+      }
+    }
+  };
+  await Promise.all([...Array.from({ length: clients }, worker), during()]);
+}
+
+async function stats() {
+  const csv = await (await fetch(`http://127.0.0.1:${PORT - 1}/stats;csv`)).text();
+  return Object.fromEntries(csv.split('\n').filter((l) => l.startsWith('replicas,replica'))
+    .map((l) => l.split(',')).map((f) => [f[1], f[17]]));
+}
+
+describe('a fleet behind HAProxy', () => {
+  let lone;
+  before(async () => {
+    fleet(['up', '3', '--model', model, '--kipp', kipp], ['--threads', '1']);
+    lone = await startServer(kipp, model);
+  });
+  after(async () => {
+    fleet(['down']);
+    await lone.stop();
+  });
+
+  // The answers a lone server gives to every request recorded: the fleet's must be the same.
+  async function checkAnswers(record) {
+    for (const r of record.filter((r) => r.status === 200)) {
+      const response = await fetch(`${lone.url}/v1/chat/completions`, { method: 'POST', body: body(r.messages) });
+      assert.equal(r.answer, (await response.json()).choices[0].message.content, `conversation ${r.conversation}`);
+    }
+  }
+
+  test('affinity: a conversation stays on one replica; the load stays within 1.5x the mean', async () => {
+    const record = [];
+    await play(conversations(24, 7), 8, record);
+    assert.ok(record.every((r) => r.status === 200), record.find((r) => r.status !== 200)?.text);
+    const perConversation = new Map();
+    for (const r of record) {
+      const counts = perConversation.get(r.conversation) ?? new Map();
+      counts.set(r.replica, (counts.get(r.replica) ?? 0) + 1);
+      perConversation.set(r.conversation, counts);
+    }
+    // The load bound moves a turn now and then (a replica past 2x the mean in-flight load hands it
+    // to the next on the ring): over all conversations at least 80% of the turns are on their
+    // conversation's replica, and every conversation keeps a majority there.
+    let home = 0;
+    for (const [id, counts] of perConversation) {
+      const total = [...counts.values()].reduce((a, b) => a + b, 0);
+      const most = Math.max(...counts.values());
+      assert.ok(most / total > 0.5, `conversation ${id}: ${JSON.stringify([...counts])}`);
+      home += most;
+    }
+    console.log(`# affinity: ${home} of ${record.length} turns on their conversation's replica`);
+    assert.ok(home / record.length >= 0.8, `${home} of ${record.length} turns on their conversation's replica`);
+    const perReplica = new Map();
+    for (const r of record) perReplica.set(r.replica, (perReplica.get(r.replica) ?? 0) + 1);
+    const mean = record.length / 3;
+    assert.equal(perReplica.size, 3, JSON.stringify([...perReplica]));
+    for (const [replica, count] of perReplica) assert.ok(count <= 1.5 * mean, `${replica}: ${count} of ${record.length}`);
+    await checkAnswers(record);
+  });
+
+  test('SIGKILL mid-run: every request is answered right, a cut stream says so, the replica comes back', async () => {
+    const record = [];
+    let streamText = '';
+    await play(conversations(16, 11), 8, record, async () => {
+      // A long stream on replica2 (a session that hashes there, found by asking), killed under it.
+      const c = [{ role: 'user', content: 'a long story' }];
+      let session;
+      for (let i = 0; !session; ++i)
+        if ((await chat(c, { max_tokens: 1 }, `stream-${i}`)).replica === 'replica2') session = `stream-${i}`;
+      const response = await fetch(`${URL}/v1/chat/completions`, { method: 'POST', headers: { 'x-session-id': session },
+        body: body(c, { stream: true, max_tokens: 3000, logit_bias: { 151643: -100, 151645: -100 } }) });
+      const reader = response.body.getReader();
+      const decoder = new TextDecoder();
+      const first = await reader.read();
+      streamText += decoder.decode(first.value);
+      process.kill(pidOf('replica2'), 'SIGKILL');
+      try {
+        for (let part; !(part = await reader.read()).done;) streamText += decoder.decode(part.value);
+      } catch { /* the connection was cut */ }
+    });
+    assert.ok(streamText.includes('data: {'), 'the stream had begun');
+    assert.ok(!streamText.includes('[DONE]'), 'a stream cut by the kill ends without [DONE]');
+    assert.ok(record.every((r) => r.status === 200), record.find((r) => r.status !== 200)?.text);
+    await checkAnswers(record);
+    let back = false;
+    for (let i = 0; i < 100 && !back; ++i) {  // the supervisor restarts it; HAProxy's checks take it back
+      back = (await stats()).replica2?.startsWith('UP');
+      if (!back) await sleep(100);
+    }
+    assert.ok(back, `replica2 is back in the pool within 10 s: ${JSON.stringify(await stats())}`);
+  });
+
+  test('SIGTERM drains a replica: its running requests complete and it takes no new one', async () => {
+    const direct = `http://127.0.0.1:${PORT + 3}`;  // replica3 itself, for its metrics
+    const admitted = async () => {
+      const text = await (await fetch(`${direct}/metrics`)).text();
+      const line = (name) => Number(/\n?(\S+) (\S+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name}{`)))[2]);
+      return { prompts: line('kipp_prompt_tokens_total'), running: line('kipp_requests_running') };
+    };
+    const sessions = [];
+    for (let i = 0; sessions.length < 2; ++i)  // sessions that hash to replica3
+      if ((await chat([{ role: 'user', content: 'hi' }], { max_tokens: 1 }, `drain-${i}`)).replica === 'replica3')
+        sessions.push(`drain-${i}`);
+    const pid = pidOf('replica3');
+    const long = sessions.map((session, i) => chat([{ role: 'user', content: `a long story ${i}` }],
+      { max_tokens: 1500, logit_bias: { 151643: -100, 151645: -100 } }, session));
+    let before_;
+    for (let i = 0; i < 600 && (before_ = await admitted()).running < 2; ++i) await sleep(20);
+    assert.equal(before_.running, 2, 'both long requests run on replica3');
+    process.kill(pid, 'SIGTERM');
+    for (let i = 0; i < 200 && (await fetch(`${direct}/health`)).status !== 503; ++i) await sleep(10);
+    const later = [];
+    for (let i = 0; i < 12; ++i) later.push(await chat([{ role: 'user', content: `after ${i}` }], {}, sessions[i % 2]));
+    assert.ok(later.every((r) => r.status === 200), later.find((r) => r.status !== 200)?.text);
+    assert.ok(later.every((r) => r.replica !== 'replica3'), 'nothing after the signal is answered by the draining replica');
+    assert.equal((await admitted()).prompts, before_.prompts, 'replica3 admitted nothing after the signal');
+    for (const r of await Promise.all(long)) {
+      assert.equal(r.status, 200, r.text);
+      assert.equal(JSON.parse(r.text).choices[0].finish_reason, 'length');
+    }
+  });
+});
