@@ -1,5 +1,6 @@
 // `kipp serve --model FILE [--host 127.0.0.1] [--port 8080] [--kv-pool-mib N] [--max-batch N]
-// [--api-key KEY] [--backend B] [--threads N] ...`: the OpenAI-compatible server. The socket is
+// [--api-key KEY] [--agent-port P] [--drain-timeout S] [--backend B] [--threads N] ...`: the OpenAI- and
+// Anthropic-compatible server. The socket is
 // bound first, so /health answers 503 while the model loads; SIGINT or SIGTERM drain it (running
 // requests finish, new ones are refused), a second signal stops it at once.
 #include <pthread.h>
@@ -188,7 +189,7 @@ int run_serve(const ServeArgs& args) {
 }  // namespace
 
 Command add_serve_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("serve", "Serve the OpenAI-compatible API (completions, chat, metrics)");
+  auto* sub = app.add_subcommand("serve", "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, messages, metrics)");
   auto args = std::make_shared<ServeArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--served-model-name", args->served_model_names,

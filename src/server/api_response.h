@@ -1,6 +1,6 @@
-// The OpenAI response shapes: whole responses and SSE chunks for /v1/completions and
-// /v1/chat/completions, usage (with the exact reused prefix in prompt_tokens_details), a
-// llama.cpp-style timings object, and logprobs in each endpoint's native shape.
+// The pieces of response shapes: OpenAI envelopes, usage (with the exact reused prefix in
+// prompt_tokens_details), a llama.cpp-style timings object and logprobs in each endpoint's native
+// shape; SSE events (named, for Anthropic); JSON responses; both APIs' error bodies; response ids.
 #pragma once
 
 #include <nlohmann/json.hpp>

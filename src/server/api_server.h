@@ -1,6 +1,7 @@
-// The OpenAI- and Anthropic-compatible APIs over the HTTP layer: routes, authentication, translation of request
-// bodies into scheduler requests and of scheduler updates into responses or SSE chunks. It talks
-// to the scheduler only (never to the backend), and to the client only through HttpExchange.
+// The OpenAI- and Anthropic-compatible APIs over the HTTP layer: routes, authentication, the
+// drain, translation of request bodies into scheduler requests and of scheduler updates into
+// responses or SSE events (through the responders). It talks to the scheduler only (never to the
+// backend), and to the client only through HttpExchange.
 #pragma once
 
 #include <atomic>
