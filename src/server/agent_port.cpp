@@ -18,9 +18,8 @@ std::string agent_reply(const ReplicaLoad& load) {
   const SchedulerStats& stats = load.stats;
   const double kv = stats.pool.total ? double(stats.pool.total - stats.pool.free) / stats.pool.total : 0.0;
   const double queue = double(stats.waiting) / std::max<uint32_t>(1, load.max_waiting);
-  const double batch = double(stats.running) / std::max<uint32_t>(1, load.max_sequences);
-  const double used = std::clamp(std::max({kv, queue, batch}), 0.0, 1.0);
-  const int weight = std::max(1, int(std::lround(100 * (1 - used))));
+  const double used = std::max(kv, queue);
+  const int weight = used < 0.5 ? 100 : used < 0.75 ? 50 : used < 0.9 ? 25 : 1;
   return "up " + std::to_string(weight) + "%\n";
 }
 

@@ -3,8 +3,14 @@
 // their real load, not only by whether they answer /health:
 //   "down #loading"   the model is still loading;
 //   "drain #draining" SIGTERM came: no new requests, the running ones finish;
-//   "up N%"           serving; N = 100 × (1 − load), at least 1 (0% would mean drain), where
-//                     load is the largest of the KV pool's use, the queue's fill and the batch's.
+//   "up N%"           serving; N falls in coarse steps with the load, the larger of the KV
+//                     pool's use and the queue's fill: 100% below half, 50% below three
+//                     quarters, 25% below 90%, then 1% (never 0%, which would mean drain).
+// The steps are coarse on purpose. Under `hash-type consistent` a weight change moves keys on
+// the ring, so a weight that followed every step of a busy replica would move conversations away
+// from the KV they left there. The batch's fill is left out for the same reason: a full batch
+// with nothing waiting is a replica at its best, and HAProxy's hash-balance-factor already bounds
+// the requests in progress per replica.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +26,6 @@ namespace kipp::server {
 struct ReplicaLoad {
   SchedulerStats stats;
   uint32_t max_waiting = 1;    // the queue's room
-  uint32_t max_sequences = 1;  // sequences per step
   bool draining = false;
 };
 

@@ -247,7 +247,7 @@ void ApiServer::count_tokens(const HttpRequest& http, const std::shared_ptr<Http
 void ApiServer::drain() { draining_ = true; }
 
 std::string ApiServer::agent_reply() const {
-  return server::agent_reply({scheduler_.stats(), config_.max_waiting, config_.max_sequences, draining_});
+  return server::agent_reply({scheduler_.stats(), config_.max_waiting, draining_});
 }
 
 void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange,

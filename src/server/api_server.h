@@ -35,7 +35,7 @@ struct ApiConfig {
   std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
   std::string chat_template;           // the artifact's, for GET /props
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
-  uint32_t max_sequences = 0;          // evaluated together, for GET /props and the agent's load
+  uint32_t max_sequences = 0;          // evaluated together, for GET /props
   uint32_t max_waiting = 0;            // the queue's room, for the agent's load
 };
 
