@@ -32,7 +32,8 @@ std::span<const std::string_view> backend_names() {
 
 Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, const ModelFile& model,
                                                      const BackendOptions& options) {
-  if (name == "cpu") return create_cpu_backend(model, options.threads);
+  if (name == "cpu") return create_cpu_backend(model, options);
+  if (options.int8_activations) return fail("--int8-activations applies to the cpu backend only, not ", name);
   if (name == "cpu-ref") return create_cpu_ref_backend(model);
   if (name == "cuda" && cuda_linked()) return create_cuda_backend(model);
   std::string known;

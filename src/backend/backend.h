@@ -97,16 +97,18 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model);
 // The readable scalar oracle: FP32 activations, sequential FP32 accumulation, BF16 KV.
 Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model);
 
-// The fast CPU backend: SIMD kernels chosen at load (KIPP_CPU_ISA forces a set) on `threads`
-// threads (0: one per physical core).
-Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, unsigned threads);
 
 // The CUDA backend (builds with -DKIPP_CUDA=ON only): weights and KV on the first NVIDIA GPU.
 Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model);
 
 struct BackendOptions {
-  unsigned threads = 0;  // CPU threads; 0 = one per physical core
+  unsigned threads = 0;           // CPU threads; 0 = one per physical core
+  bool int8_activations = false;  // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
 };
+
+// The fast CPU backend: SIMD kernels chosen at load (KIPP_CPU_ISA forces a set) on
+// options.threads threads.
+Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options);
 
 // The threads a CPU backend runs when asked for 0: one per physical core.
 unsigned default_cpu_threads();

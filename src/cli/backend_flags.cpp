@@ -4,19 +4,22 @@
 
 namespace kipp::cli {
 
-std::string backend_flag_help() {
+std::string backend_flag_help(std::string_view default_name) {
   std::string names;
   for (std::string_view backend : backend_names()) names += (names.empty() ? "" : ", ") + std::string(backend);
-  return "one of: " + names + " (default: " + std::string(backend_names()[0]) + ")";
+  return "one of: " + names + " (default: " + std::string(default_name) + ")";
 }
 
 void BackendFlags::add_to(CLI::App& app) {
-  app.add_option("--backend", name, backend_flag_help());
+  app.add_option("--backend", name, backend_flag_help(name));
   app.add_option("--threads", threads, "CPU threads (default: one per physical core)");
+  app.add_flag("--int8-activations", int8_activations,
+               "cpu backend: Q4_1 (affine4_gs32) products take 8-bit activations, as llama.cpp's do: "
+               "faster prefill, slightly further from cpu-ref (docs/ARCHITECTURE.md)");
 }
 
 Result<std::unique_ptr<BackendModel>> BackendFlags::create(const ModelFile& model) const {
-  return create_backend(name, model, {threads});
+  return create_backend(name, model, {threads, int8_activations});
 }
 
 }  // namespace kipp::cli

@@ -1,5 +1,5 @@
-// The --backend and --threads flags of the commands that run a model (generate, chat,
-// perplexity), and the backend they make.
+// The --backend, --threads and --int8-activations flags of the commands that run a model, and
+// the backend they make.
 #pragma once
 
 #include <memory>
@@ -14,11 +14,12 @@
 namespace kipp::cli {
 
 // The --backend help: this build's backends and the default.
-std::string backend_flag_help();
+std::string backend_flag_help(std::string_view default_name);
 
 struct BackendFlags {
-  std::string name = std::string(backend_names()[0]);
+  std::string name = std::string(backend_names()[0]);  // set another default before add_to
   unsigned threads = 0;  // 0: one per physical core
+  bool int8_activations = false;
 
   void add_to(CLI::App& app);
   Result<std::unique_ptr<BackendModel>> create(const ModelFile& model) const;

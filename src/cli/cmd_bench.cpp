@@ -26,10 +26,10 @@ namespace kipp::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model, backend = "cpu";
+  std::string model;
+  BackendFlags backend;
   uint32_t prompt = 512, generate = 128, depth = 0, reps = 3;
   std::vector<uint32_t> batches;  // --batch: sequence counts decoded together
-  unsigned threads = 0;
   bool json = false;
 };
 
@@ -105,7 +105,7 @@ class Bench {
 Result<double> load_seconds(const BenchArgs& args) {
   const auto start = Clock::now();
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(args.backend, *model, {args.threads}));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   return seconds_since(start);
 }
 
@@ -132,7 +132,7 @@ Status run_bench(const BenchArgs& args) {
   }
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   const Checkpoint& c = model->checkpoint();
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(args.backend, *model, {args.threads}));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   const uint32_t capacity = std::max(args.prompt, args.depth) + args.generate;
   if (capacity > c.context)
     return fail("-p/--depth plus -n is ", capacity, " positions; ", c.id, " holds ", c.context);
@@ -194,7 +194,7 @@ Status run_bench(const BenchArgs& args) {
   other_memory = anonymous > accounted ? anonymous - accounted : 0;
   const uint64_t peak = peak_rss_bytes();
   // Measured last, so that its buffer is not in the peak RSS above.
-  const unsigned threads = args.threads ? args.threads : default_cpu_threads();
+  const unsigned threads = args.backend.threads ? args.backend.threads : default_cpu_threads();
   // The roofline is the host memory's for a host backend. A device backend streams its weights
   // from device memory, whose bandwidth this does not measure (docs/CUDA.md divides by it).
   const double bandwidth = device ? 0.0 : read_bandwidth_gb_per_s(threads);
@@ -283,9 +283,8 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--batch", args->batches,
                   "Also decode N sequences together, one eval per step; a list like 8,32,64 measures each")
       ->delimiter(',');
-  sub->add_option("--threads", args->threads, "CPU threads (default: one per physical core)");
   sub->add_option("--reps", args->reps, "Runs per figure (default 3)");
-  sub->add_option("--backend", args->backend, backend_flag_help());
+  args->backend.add_to(*sub);
   sub->add_flag("--json", args->json, "Machine-readable output with every sample");
   return {sub, [args] {
             if (auto done = run_bench(*args); !done) return report(done.error());

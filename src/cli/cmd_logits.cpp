@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/id_list.h"
 #include "model/model_file.h"
@@ -15,15 +16,15 @@ namespace kipp::cli {
 namespace {
 
 struct LogitsArgs {
-  std::string model, ids, out, backend = "cpu-ref";
+  std::string model, ids, out;
   bool all_positions = false;
-  unsigned threads = 0;
+  BackendFlags backend{"cpu-ref"};  // the scalar oracle by default
 };
 
 Status write_logits(const LogitsArgs& args) {
   KIPP_ASSIGN(std::vector<uint32_t> ids, parse_id_list(args.ids));
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
-  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, create_backend(args.backend, *model, {args.threads}));
+  KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   if (ids.size() > model->checkpoint().context)
     return fail("--ids: ", ids.size(), " tokens exceed the context of ", model->checkpoint().context);
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session, backend->create_session(uint32_t(ids.size())));
@@ -45,8 +46,7 @@ Command add_logits_command(CLI::App& app) {
   sub->add_option("--ids", args->ids, "Comma-separated token ids")->required();
   sub->add_flag("--all-positions", args->all_positions, "A row for every position (default: the last only)");
   sub->add_option("--out", args->out, "Output file")->required();
-  sub->add_option("--backend", args->backend, "Backend to evaluate with (default cpu-ref, the scalar oracle)");
-  sub->add_option("--threads", args->threads, "CPU threads for --backend cpu (default: one per physical core)");
+  args->backend.add_to(*sub);
   return {sub, [args] {
             if (auto written = write_logits(*args); !written) return report(written.error());
             return 0;

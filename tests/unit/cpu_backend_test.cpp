@@ -63,35 +63,6 @@ TEST(CpuFeatures, ForcedKernelSetIsCheckedAgainstTheProcessor) {
   EXPECT_GE(cpu::physical_cores(), 1u);
 }
 
-// Activations for Q8_0/Q4_1 products: the largest magnitude maps to 32767, every value rounds to
-// the nearest step (ties to even), zeros stay zero, and a non-finite value poisons the scale.
-TEST(CpuKernels, QuantizeActivationRoundsToTheNearestStep) {
-  const float x[] = {1.0f, -0.5f, 0.25f, 0.0f, -1.0f};
-  int16_t q[5];
-  float scale = 0;
-  cpu::quantize_activation(x, 5, q, &scale);
-  EXPECT_FLOAT_EQ(scale, 1.0f / 32767);
-  // 1 * 32767, -0.5 * 32767 = -16383.5 (tie, to even), 0.25 * 32767 = 8191.75.
-  const int16_t expected[] = {32767, -16384, 8192, 0, -32767};
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(q[i], expected[i]) << i;
-
-  std::mt19937 rng(5);
-  std::normal_distribution<float> normal(0.0f, 3.0f);
-  std::vector<float> wide(1024);
-  for (float& v : wide) v = normal(rng);
-  std::vector<int16_t> wide_q(wide.size());
-  cpu::quantize_activation(wide.data(), uint32_t(wide.size()), wide_q.data(), &scale);
-  for (size_t i = 0; i < wide.size(); ++i) EXPECT_LE(std::fabs(wide_q[i] * scale - wide[i]), scale * 0.5f + 1e-6f);
-
-  const float zeros[3] = {};
-  cpu::quantize_activation(zeros, 3, q, &scale);
-  EXPECT_EQ(scale, 0.0f);
-  EXPECT_EQ(q[0], 0);
-  const float poisoned[3] = {1.0f, std::nanf(""), 2.0f};
-  cpu::quantize_activation(poisoned, 3, q, &scale);
-  EXPECT_TRUE(std::isnan(scale));
-}
-
 TEST(CpuBackend, ResultsDoNotDependOnTheThreadCount) {
   auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny-untied.q8_0.gguf");
   ASSERT_TRUE(file.ok()) << file.error().message;

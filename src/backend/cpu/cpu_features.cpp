@@ -42,7 +42,8 @@ Isa detected_isa() {
   const bool fma = ecx & bit_FMA, f16c = ecx & bit_F16C;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::portable;
   const bool avx2 = ebx & bit_AVX2;
-  const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ);
+  const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ) &&
+                      (ecx & bit_AVX512VNNI);
   if (avx512 && fma && f16c && os_saves_zmm_state()) return Isa::avx512;
   if (avx2 && fma && f16c && os_saves_ymm_state()) return Isa::avx2;
   return Isa::portable;

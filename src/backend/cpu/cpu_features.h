@@ -12,7 +12,8 @@ namespace kipp::cpu {
 enum class Isa { portable, avx2, avx512 };
 
 std::string_view isa_name(Isa isa);
-// The best set this processor supports (avx512 needs F, BW, VL and DQ; avx2 needs AVX2 and FMA).
+// The best set this processor supports (avx512 needs F, BW, VL, DQ and VNNI, as on Ice Lake,
+// Sapphire Rapids and Zen 4; avx2 needs AVX2, FMA and F16C).
 Isa detected_isa();
 // detected_isa(), unless KIPP_CPU_ISA names another; asking for a set the processor lacks is an error.
 Result<Isa> chosen_isa();

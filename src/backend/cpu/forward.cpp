@@ -28,25 +28,49 @@ constexpr uint32_t kMaxBatchTokens = 128;
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
 
 // An activation matrix: `rows` rows of `width` floats, with the row pointers the kernels write to.
-// A matrix that feeds projections also keeps its rows quantized to int16, which is what products
-// with Q8_0 and Q4_1 weights read (kernels.h).
+// A matrix that feeds projections also keeps its rows in the quantized forms products with Q8_0
+// and Q4_1 weights read (kernels.h), filled by quantize_row.
 struct Activations {
   Activations(uint32_t rows, uint32_t width_, bool feeds_projections = false)
-      : width(width_), values(size_t(rows) * width_), row_pointers(rows),
-        int16_values(feeds_projections ? size_t(rows) * width_ : 0), int16_scales(feeds_projections ? rows : 0) {
+      : width(width_), values(size_t(rows) * width_), row_pointers(rows) {
     for (uint32_t r = 0; r < rows; ++r) row_pointers[r] = row(r);
+    if (!feeds_projections) return;
+    int16_values.resize(size_t(rows) * width);
+    int16_scales.resize(rows);
+    int16_block_sums.resize(size_t(rows) * width / 32);
+    int8_values.resize(size_t(rows) * width);
+    int8_block_scales.resize(size_t(rows) * width / 32);
+    int8_block_sums.resize(size_t(rows) * width / 32);
   }
   float* row(uint32_t r) { return values.data() + size_t(r) * width; }
-  void quantize_row(uint32_t r) { quantize_activation(row(r), width, &int16_values[size_t(r) * width], &int16_scales[r]); }
-  // The MatmulArgs of a product of `weight` with the first `tokens` rows, written to `out`.
-  MatmulArgs times(const WeightView& weight, uint32_t tokens, float* const* out) const {
-    return {&weight, values.data(), int16_values.data(), int16_scales.data(), width, tokens, out, 0, 0, fp16_table()};
+  // Row r in the forms products take (each at most once).
+  void quantize_row(uint32_t r, std::initializer_list<ActivationForm> forms) {
+    const size_t at = size_t(r) * width;
+    bool int16_done = false, int8_done = false;
+    for (ActivationForm form : forms) {
+      if (form == ActivationForm::int16 && !int16_done) {
+        quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
+        int16_done = true;
+      } else if (form == ActivationForm::int8_blocks && !int8_done) {
+        quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
+                                   &int8_block_sums[at / 32]);
+        int8_done = true;
+      }
+    }
+  }
+  // The MatmulArgs of a product of `weight`, reading the first `tokens` rows in `form`, written to `out`.
+  MatmulArgs times(const WeightView& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
+    return {&weight,          form,          values.data(),         int16_values.data(),     int16_scales.data(),
+            int16_block_sums.data(), int8_values.data(), int8_block_scales.data(), int8_block_sums.data(), width,
+            tokens,           out,           0,                     0,                       fp16_table()};
   }
   uint32_t width;
   std::vector<float> values;
   std::vector<float*> row_pointers;
   std::vector<int16_t> int16_values;
-  std::vector<float> int16_scales;
+  std::vector<float> int16_scales, int16_block_sums;
+  std::vector<int8_t> int8_values;
+  std::vector<float> int8_block_scales, int8_block_sums;
 };
 
 // One token of the current pass: where it comes from and where its results go.
@@ -60,9 +84,9 @@ struct BatchToken {
 class Model final : public HostBackendModel {
  public:
   Model(const ModelFile& file, std::unique_ptr<ThreadPool> pool, std::unique_ptr<PackedWeights> packed,
-        const Kernels& kernels)
+        const Kernels& kernels, bool int8_activations)
       : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
-        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels),
+        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels), int8_activations_(int8_activations),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
@@ -79,7 +103,8 @@ class Model final : public HostBackendModel {
   std::string name() const override { return "cpu"; }
   uint64_t copied_weight_bytes() const override { return packed_->bytes(); }
   std::string describe() const override {
-    return std::string("cpu (") + k_.isa + " kernels, " + std::to_string(pool_.size()) + " threads)";
+    return std::string("cpu (") + k_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
+           (int8_activations_ ? ", 8-bit activations for Q4_1" : "") + ")";
   }
 
   Status eval(std::span<EvalItem> items) override {
@@ -103,6 +128,8 @@ class Model final : public HostBackendModel {
 
  private:
   uint32_t batch_size() const { return uint32_t(batch_.size()); }
+  // The activations products with `weight` take.
+  ActivationForm form(const WeightView& weight) const { return activation_form(weight.format, int8_activations_); }
 
   // Every token of the batch through every layer, then logits for the tokens that want them.
   void run_pass() {
@@ -120,21 +147,20 @@ class Model final : public HostBackendModel {
     const float eps = c_.rms_norm_eps();
     for_tokens([&](uint32_t t) {
       cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));
-      if (takes_int16(w.attn_q.format) || takes_int16(w.attn_k.format) || takes_int16(w.attn_v.format))
-        x_norm_.quantize_row(t);
+      x_norm_.quantize_row(t, {form(w.attn_q), form(w.attn_k), form(w.attn_v)});
     });
     matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});
     for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });
     attend(l);
-    if (takes_int16(w.attn_output.format)) for_tokens([&](uint32_t t) { attention_.quantize_row(t); });
+    for_tokens([&](uint32_t t) { attention_.quantize_row(t, {form(w.attn_output)}); });
     matmuls({{&w.attn_output, &attention_, &projected_}});
     for_tokens([&](uint32_t t) {
       cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
       cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));
-      if (takes_int16(w.ffn_gate.format) || takes_int16(w.ffn_up.format)) x_norm_.quantize_row(t);
+      x_norm_.quantize_row(t, {form(w.ffn_gate), form(w.ffn_up)});
     });
     gated_ffn_up(w);
-    if (takes_int16(w.ffn_down.format)) for_tokens([&](uint32_t t) { gate_.quantize_row(t); });
+    for_tokens([&](uint32_t t) { gate_.quantize_row(t, {form(w.ffn_down)}); });
     matmuls({{&w.ffn_down, &gate_, &projected_}});
     for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });
   }
@@ -203,7 +229,7 @@ class Model final : public HostBackendModel {
       for (const Product& p : products) {
         const Range rows = split(uint32_t(p.weight->rows), index, count, 16);
         if (rows.begin == rows.end) continue;
-        run_rows(p.in->times(*p.weight, batch_size(), p.out->row_pointers.data()), rows);
+        run_rows(p.in->times(*p.weight, form(*p.weight), batch_size(), p.out->row_pointers.data()), rows);
       }
     });
   }
@@ -220,8 +246,8 @@ class Model final : public HostBackendModel {
     pool_.run([&](unsigned index, unsigned count) {
       const Range rows = split(c_.ffn, index, count, 16);
       if (rows.begin == rows.end) return;
-      run_rows(x_norm_.times(w.ffn_gate, n, gate_.row_pointers.data()), rows);
-      run_rows(x_norm_.times(w.ffn_up, n, up_.row_pointers.data()), rows);
+      run_rows(x_norm_.times(w.ffn_gate, form(w.ffn_gate), n, gate_.row_pointers.data()), rows);
+      run_rows(x_norm_.times(w.ffn_up, form(w.ffn_up), n, up_.row_pointers.data()), rows);
       for (uint32_t t = 0; t < n; ++t)
         cpu_ref::silu_mul(gate_.row(t) + rows.begin, up_.row(t) + rows.begin, rows.end - rows.begin,
                           gate_.row(t) + rows.begin);
@@ -235,14 +261,14 @@ class Model final : public HostBackendModel {
       if (!token.logits) continue;
       cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
                         c_.rms_norm_eps(), x_norm_.row(rows));
-      if (takes_int16(w_.lm_head.format)) x_norm_.quantize_row(rows);
+      x_norm_.quantize_row(rows, {form(w_.lm_head)});
       logit_rows_[rows++] = token.logits;
     }
     if (rows == 0) return;
     pool_.run([&](unsigned index, unsigned count) {
       const Range range = split(c_.vocab(), index, count, 16);
       if (range.begin == range.end) return;
-      run_rows(x_norm_.times(w_.lm_head, rows, logit_rows_.data()), range);
+      run_rows(x_norm_.times(w_.lm_head, form(w_.lm_head), rows, logit_rows_.data()), range);
     });
   }
 
@@ -263,6 +289,7 @@ class Model final : public HostBackendModel {
   std::unique_ptr<PackedWeights> packed_;
   const ModelWeights& w_;  // the packed projections; the token embedding still mapped
   const Kernels& k_;
+  const bool int8_activations_;
   EvalChecker checker_;
   // Activations of the current pass, allocated once.
   Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
@@ -278,7 +305,8 @@ class Model final : public HostBackendModel {
 
 namespace kipp {
 
-Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, unsigned threads) {
+Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
+  unsigned threads = options.threads;
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa());
   if (threads == 0) threads = default_cpu_threads();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
@@ -286,7 +314,8 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed,
               cpu::PackedWeights::pack(model.weights(), *pool, kernels.lanes));
-  return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(pool), std::move(packed), kernels));
+  return std::unique_ptr<BackendModel>(
+      new cpu::Model(model, std::move(pool), std::move(packed), kernels, options.int8_activations));
 }
 
 }  // namespace kipp

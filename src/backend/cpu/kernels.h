@@ -13,16 +13,30 @@
 
 namespace kipp::cpu {
 
+// How a product takes its activations: FP32 weights and BF16 weights multiply x itself; quantized
+// weights multiply x quantized, each block's products summed exactly in integers before its scales
+// are applied in FP32.
+//   int16        one scale per token (quantize_activation): Q8_0 weights, and Q4_1 weights by
+//                default. Relative to the largest element the error is below 1/65534, far under
+//                what the weights carry: the fast backend stays within 1e-5 of cpu-ref.
+//   int8_blocks  one scale per 32-value block with the block's sum (quantize_activation_blocks),
+//                as llama.cpp's Q8_1: Q4_1 weights with --int8-activations. The integer products
+//                run at twice the width of int16 ones; the error they add is a small fraction of
+//                the 4-bit weights' own, but not nothing (docs/ARCHITECTURE.md has the measurements).
+enum class ActivationForm { f32, int16, int8_blocks };
+
 // out[t][r] = sum_c W[r][c] * x[t][c] for tokens t < tokens and rows row_begin <= r < row_end.
-// W is packed (packed_weights.h); row_begin and row_end are multiples of kPackRows.
-// FP32 and BF16 weights multiply x itself. Q8_0 and Q4_1 weights multiply x quantized to int16
-// with one scale per token (quantize_activation below): each block's products are then summed
-// exactly in integers, and only the block's sum is scaled and accumulated in FP32.
+// W is packed (packed_weights.h); row_begin and row_end are multiples of kPanelRows.
 struct MatmulArgs {
   const WeightView* weight;
+  ActivationForm form;     // what the product reads: x, or one of the quantized forms below
   const float* x;          // tokens rows of weight->cols values, x_stride apart
-  const int16_t* x_int16;  // the same rows quantized, when the weights are quantized
-  const float* x_scale;    // per token: x ~= x_int16 * x_scale
+  const int16_t* x_int16;  // int16: the same rows, x_stride apart
+  const float* x_scale;    // int16: per token, x ~= x_int16 * x_scale
+  const float* x_int16_block_sum;  // int16: per token and 32-value block (x_stride / 32 per token), the x_int16 sum
+  const int8_t* x_int8;            // int8_blocks: the same rows, x_stride apart
+  const float* x_block_scale;      // int8_blocks: per token and block, x ~= x_int8 * scale
+  const float* x_block_sum;        // int8_blocks: per token and block, scale * the sum of the block's x_int8
   size_t x_stride;
   uint32_t tokens;
   float* const* out;       // one output row per token (weight->rows values each)
@@ -56,13 +70,26 @@ struct AttentionArgs {
   float* scores;             // scratch: 32 per query head
 };
 
-// Whether products with weights of this format take x as int16.
-inline bool takes_int16(WeightFormat format) { return format == WeightFormat::q8_0 || format == WeightFormat::affine4; }
+// The form products with weights of a format take (MatmulArgs), with or without
+// --int8-activations.
+inline ActivationForm activation_form(WeightFormat format, bool int8_activations) {
+  switch (format) {
+    case WeightFormat::q8_0: return ActivationForm::int16;
+    case WeightFormat::affine4: return int8_activations ? ActivationForm::int8_blocks : ActivationForm::int16;
+    default: return ActivationForm::f32;
+  }
+}
 
-// x (n values) as int16 with one scale, max |x| -> 32767, rounded to nearest. Relative to the
-// largest element the error is below 1/65534, so a dot product's error stays below about
-// sqrt(n) / 65534 of |w| |x|: far under what the Q8_0 and Q4_1 weights themselves carry.
-void quantize_activation(const float* x, uint32_t n, int16_t* out, float* scale);
+// x (n values, a multiple of 32) as int16 with one scale, max |x| -> 32767, rounded to nearest;
+// block_sum[b] is the sum of block b's int16 values (exact in a float: at most 32 x 32767), what
+// a Q4_1 block's minimum multiplies.
+void quantize_activation(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum);
+
+// x (n values, a multiple of 32) as int8 per 32-value block: block b's largest magnitude maps to
+// 127, every value rounds to nearest; scale[b] = largest / 127 and sum[b] = scale[b] times the
+// sum of the block's int8 values (what a Q4_1 block's minimum multiplies). An all-zero block has
+// scale 0; a non-finite value makes its block's scale NaN, so the product is NaN as in FP32.
+void quantize_activation_blocks(const float* x, uint32_t n, int8_t* out, float* scale, float* sum);
 
 struct Kernels {
   const char* isa;

@@ -1,9 +1,9 @@
-// The avx512 kernel set: 16-float vectors; 4 x 6 tiles over Q8_0/Q4_1, 2 panels x 8 tokens over FP32/BF16
+// The avx512 kernel set: 16-float vectors (with VNNI); 2 row vectors x 6 tokens over Q8_0/Q4_1, 2 panels x 8 tokens over FP32/BF16
 // (flags in src/CMakeLists.txt).
 #define KIPP_KERNEL_NS avx512
 #define KIPP_KERNEL_NAME "avx512"
 #define KIPP_LANES 16
-#define KIPP_TILE_ROWS 4
+#define KIPP_TILE_ROWS 2
 #define KIPP_TILE_TOKENS 6
 #define KIPP_TILE_PANELS 2
 #define KIPP_PANEL_TOKENS 8

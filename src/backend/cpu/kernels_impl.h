@@ -1,6 +1,6 @@
 // The single source of every kernel set. A kernels_<isa>.cpp file defines KIPP_KERNEL_NS (its
-// namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS and
-// KIPP_TILE_TOKENS (the register tile of a token tile over Q8_0 and Q4_1 weights),
+// namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS (vectors of
+// kLanes rows) and KIPP_TILE_TOKENS (the register tile of a token tile over Q8_0 and Q4_1 weights),
 // KIPP_TILE_PANELS and KIPP_PANEL_TOKENS (the same over FP32 and BF16 weights), includes this
 // file, and is compiled with that instruction set's flags.
 //
@@ -35,8 +35,6 @@ typedef uint16_t vu16 __attribute__((vector_size(2 * kLanes)));
 // 2 x kLanes int16: the pairs one multiply-add instruction turns into kLanes int32 sums.
 typedef int16_t vi16 __attribute__((vector_size(4 * kLanes)));
 typedef int8_t vi8x2 __attribute__((vector_size(2 * kLanes)));
-typedef uint8_t vu8x2 __attribute__((vector_size(2 * kLanes)));
-constexpr int kPairVecs = kBlock / (2 * kLanes);  // int16 vectors per block
 
 vf load_f32(const float* p) {
   vf v;
@@ -103,30 +101,43 @@ float reduce(vf v) {
 #endif
 }
 
-vi16 load_i16(const int16_t* p) {
-  vi16 v;
-  __builtin_memcpy(&v, p, sizeof v);
+// ---- Products with Q8_0 and Q4_1 weights ------------------------------------------------------
+// The packed records (packed_weights.h) put one row in each vector lane, so a block's integer
+// sums for kLanes rows come out in one vector, and its scales apply to all of them in one
+// multiply. Every row's block sum is exact in int32 whatever the instructions, so each output is
+// the same sequence of FP32 steps in every tile: for each block in order,
+// acc = fma(float(sum), block scale, acc) (+ the Q4_1 minimum's term).
+
+typedef uint8_t vu8 __attribute__((vector_size(4 * kLanes)));  // 4 bytes per lane
+typedef uint16_t vu16x2 __attribute__((vector_size(4 * kLanes)));
+
+int32_t load_i32(const void* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
   return v;
 }
 
-// Sums of adjacent int16 products: lane i = a[2i] b[2i] + a[2i+1] b[2i+1], exact in int32.
-vi32 dot_pairs(vi16 a, vi16 b) {
+// kLanes FP16 values (a record's scales or minimums), widened exactly.
+vf load_fp16(const uint8_t* p, const float* table) {
 #if KIPP_LANES == 16
-  return (vi32)_mm512_madd_epi16((__m512i)a, (__m512i)b);
+  (void)table;
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif KIPP_LANES == 8
-  return (vi32)_mm256_madd_epi16((__m256i)a, (__m256i)b);
+  (void)table;
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 #else
-  const vi32 even_a = __builtin_convertvector(__builtin_shufflevector(a, a, 0, 2, 4, 6), vi32);
-  const vi32 odd_a = __builtin_convertvector(__builtin_shufflevector(a, a, 1, 3, 5, 7), vi32);
-  const vi32 even_b = __builtin_convertvector(__builtin_shufflevector(b, b, 0, 2, 4, 6), vi32);
-  const vi32 odd_b = __builtin_convertvector(__builtin_shufflevector(b, b, 1, 3, 5, 7), vi32);
-  return even_a * even_b + odd_a * odd_b;
+  vf v;
+  for (int i = 0; i < kLanes; ++i) {
+    uint16_t bits;
+    __builtin_memcpy(&bits, p + 2 * i, 2);
+    v[i] = table[bits];
+  }
+  return v;
 #endif
 }
 
-// Vector v of a Q8_0 block's 32 int8 weights, sign-extended to int16.
-vi16 q8_to_i16(const uint8_t* bytes, int v) {
-  const uint8_t* p = bytes + v * 2 * kLanes;
+// 2 kLanes int8 weights (one column pair of kLanes rows), sign-extended to int16.
+vi16 widen_pair_i8(const uint8_t* p) {
 #if KIPP_LANES == 16
   return (vi16)_mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 #elif KIPP_LANES == 8
@@ -138,120 +149,210 @@ vi16 q8_to_i16(const uint8_t* bytes, int v) {
 #endif
 }
 
-// Vector v of a Q4_1 block's 32 nibbles as int16 0..15. Element j is the low nibble of byte j,
-// element j + 16 the high nibble of byte j.
-vi16 nibbles_to_i16(const uint8_t* bytes, int v) {
+// Lane r: sums + w[2r] x0 + w[2r + 1] x1, where `pair` holds the int16 activations x0, x1.
+vi32 add_pair_products(vi32 sums, vi16 w, int32_t pair) {
 #if KIPP_LANES == 16
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-  const __m128i low = _mm_and_si128(packed, _mm_set1_epi8(15));
-  const __m128i high = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(15));
-  (void)v;
-  return (vi16)_mm512_cvtepu8_epi16(_mm256_set_m128i(high, low));
+  return (vi32)_mm512_dpwssd_epi32((__m512i)sums, (__m512i)w, _mm512_set1_epi32(pair));
 #elif KIPP_LANES == 8
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
-  const __m128i nibbles = v == 0 ? packed : _mm_srli_epi16(packed, 4);
-  return (vi16)_mm256_cvtepu8_epi16(_mm_and_si128(nibbles, _mm_set1_epi8(15)));
+  return sums + (vi32)_mm256_madd_epi16((__m256i)w, _mm256_set1_epi32(pair));
 #else
-  vu8x2 q;
-  __builtin_memcpy(&q, bytes + (v % 2) * 2 * kLanes, sizeof q);
-  q = v >= 2 ? q >> 4 : q & 15;
-  return __builtin_convertvector(q, vi16);
+  int16_t x[2];
+  __builtin_memcpy(x, &pair, 4);
+  const vi32 even = __builtin_convertvector(__builtin_shufflevector(w, w, 0, 2, 4, 6), vi32);
+  const vi32 odd = __builtin_convertvector(__builtin_shufflevector(w, w, 1, 3, 5, 7), vi32);
+  return sums + even * int32_t(x[0]) + odd * int32_t(x[1]);
 #endif
 }
 
-// What a row's block needs before its vectors can be widened: its bytes and, when quantized, its
-// scale (and minimum), looked up once per block.
-struct BlockRef {
-  const uint8_t* bytes;
-  float scale, min;
-};
-
-// Q8_0 and Q4_1 weights are packed (packed_weights.h) in groups of kPackRows rows, block by block.
-template <WeightFormat F>
-BlockRef block_ref(const MatmulArgs& a, uint64_t row, uint64_t block) {
-  const WeightView& w = *a.weight;
-  const uint64_t index = (row / kPackRows * (w.cols / kBlock) + block) * kPackRows + row % kPackRows;
-  BlockRef ref{};
-  if constexpr (F == WeightFormat::q8_0) {
-    const uint8_t* p = w.data + index * 34;  // ggml Q8_0: fp16 scale, 32 x int8
-    uint16_t scale_bits;
-    __builtin_memcpy(&scale_bits, p, 2);
-    ref = {p + 2, a.fp16_table[scale_bits], 0.0f};
-  } else {
-    const uint8_t* p = w.data + index * 20;  // ggml Q4_1: fp16 scale, fp16 min, 16 bytes
-    uint16_t scale_bits, min_bits;
-    __builtin_memcpy(&scale_bits, p, 2);
-    __builtin_memcpy(&min_bits, p + 2, 2);
-    ref = {p + 4, a.fp16_table[scale_bits], a.fp16_table[min_bits]};
-  }
-  return ref;
+// Lane r of the result adds w[4r] x0 + ... + w[4r + 3] x3 (unsigned weights, signed activations)
+// to the running sums, where `quad` holds the int8 activations x0..x3. With VNNI each step adds
+// into int32 lanes; AVX2 adds pairs into int16 lanes, widened once per block by quad_totals (no
+// sum can overflow them: a block adds 8 steps of two products of at most 15 x 127).
+#if KIPP_LANES == 16
+typedef vi32 vquad;
+vquad add_quad_products(vquad sums, vu8 w, int32_t quad) {
+  return (vquad)_mm512_dpbusd_epi32((__m512i)sums, (__m512i)w, _mm512_set1_epi32(quad));
 }
-
-// Vector v (elements 2 kLanes v ...) of a Q8_0 or Q4_1 block as int16.
-template <WeightFormat F>
-vi16 widen_i16(const BlockRef& b, int v) {
-  if constexpr (F == WeightFormat::q8_0) return q8_to_i16(b.bytes, v);
-  return nibbles_to_i16(b.bytes, v);
+vi32 quad_totals(vquad sums) { return sums; }
+#elif KIPP_LANES == 8
+typedef vi16 vquad;
+vquad add_quad_products(vquad sums, vu8 w, int32_t quad) {
+  return sums + (vi16)_mm256_maddubs_epi16((__m256i)w, _mm256_set1_epi32(quad));
 }
+vi32 quad_totals(vquad sums) { return (vi32)_mm256_madd_epi16((__m256i)sums, _mm256_set1_epi16(1)); }
+#else
+typedef vi32 vquad;
+vquad add_quad_products(vquad sums, vu8 w, int32_t quad) {
+  int8_t x[4];
+  __builtin_memcpy(x, &quad, 4);
+  for (int r = 0; r < kLanes; ++r)
+    sums[r] += int32_t(w[4 * r]) * x[0] + int32_t(w[4 * r + 1]) * x[1] + int32_t(w[4 * r + 2]) * x[2] +
+               int32_t(w[4 * r + 3]) * x[3];
+  return sums;
+}
+vi32 quad_totals(vquad sums) { return sums; }
+#endif
 
 // Accumulators set one by one (an aggregate zero-fill made compilers clear a stack copy).
-template <int R, int T>
-void clear(vf (&acc)[R][T]) {
+template <class V, int R, int T>
+void clear(V (&acc)[R][T]) {
   for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) acc[r][t] = splat(0.0f);
+    for (int t = 0; t < T; ++t) acc[r][t] = V{};
 }
 
-// An R rows x T tokens register tile of Q8_0 or Q4_1 weights against int16 activations.
-// Accumulator (r, t) lane i takes, block by block, the exact integer sum of the block's products
-// in its lane (integer pairs, then columns 32 b + 2 kLanes v + 2i, + 1 in increasing v),
-// converted and multiplied by the block's scale (+ minimum * the lane's activation sum for
-// Q4_1); the lanes are summed in a fixed tree at the end and the token's activation scale
-// multiplies the total. No tile shape changes that order.
-template <WeightFormat F, int R, int T>
-void tile_int16(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
+// The record of block b for the kLanes rows from row0 (a multiple of kLanes): kLanes ggml blocks'
+// bytes, 34 each for Q8_0 and 20 for Q4_1.
+template <WeightFormat F>
+const uint8_t* record(const MatmulArgs& a, uint32_t row0, uint64_t block) {
+  constexpr uint64_t kRecordBytes = kLanes * (F == WeightFormat::q8_0 ? 34 : 20);
+  const uint64_t blocks = a.weight->cols / kBlock;
+  return a.weight->data + (row0 / kLanes * blocks + block) * kRecordBytes;
+}
+
+// One block's products for kLanes rows (a record) by one token, in three kinds. Each takes the
+// block in kSteps steps: the step's weights are widened once for every token of the tile, then
+// added into each token's integer sums; fold turns a block's sums into the FP32 accumulator, and
+// finish applies what is left once per output. The tile below runs the same skeleton for all.
+
+// Q8_0 weights, int16 activations: a step is one column pair, sign-extended to int16.
+struct Q8_0ByInt16 {
+  static constexpr WeightFormat kFormat = WeightFormat::q8_0;
+  static constexpr int kSteps = kBlock / 2;
+  typedef vi32 Sums;
+  typedef vi16 Step;
+  static Step widen(const uint8_t* rec, int step) { return widen_pair_i8(rec + 2 * kLanes + step * 2 * kLanes); }
+  static Sums add(Sums sums, Step w, const MatmulArgs& a, uint32_t token, uint64_t b, int step) {
+    return add_pair_products(sums, w, load_i32(a.x_int16 + token * a.x_stride + b * kBlock + 2 * step));
+  }
+  // acc = fma(float(sum), scale, acc); the token's scale multiplies the total.
+  static vf fold(vf acc, Sums sums, const uint8_t* rec, const MatmulArgs& a, uint32_t, uint64_t) {
+    return madd(__builtin_convertvector(sums, vf), load_fp16(rec, a.fp16_table), acc);
+  }
+  static vf finish(vf acc, const MatmulArgs& a, uint32_t token) { return acc * splat(a.x_scale[token]); }
+};
+
+// Q4_1 weights, int16 activations (the default for Q4_1). A step is 4 of a row's 16 nibble bytes
+// per lane, columns c..c + 3 in their low nibbles and 16 + c..16 + c + 3 in their high ones; one
+// shift and one mask make int16 pairs of columns (c, c + 2), (c + 1, c + 3) and their high
+// twins, multiplied by the matching activation pairs.
+int32_t int16_pair(const int16_t* x, int first, int second) {
+  return int32_t(uint32_t(uint16_t(x[first])) | uint32_t(uint16_t(x[second])) << 16);
+}
+
+struct Q4_1ByInt16 {
+  static constexpr WeightFormat kFormat = WeightFormat::affine4;
+  static constexpr int kSteps = 4;
+  typedef vi32 Sums;
+  struct Step {
+    vi16 pairs[4];
+  };
+  static Step widen(const uint8_t* rec, int step) {
+    vu32 bytes;
+    __builtin_memcpy(&bytes, rec + 4 * kLanes + step * 4 * kLanes, sizeof bytes);
+    Step w;
+    for (int k = 0; k < 4; ++k) w.pairs[k] = (vi16)((bytes >> (k % 2 * 8 + k / 2 * 4)) & 0x000F000Fu);
+    return w;
+  }
+  static Sums add(Sums sums, const Step& w, const MatmulArgs& a, uint32_t token, uint64_t b, int step) {
+    const int16_t* x = a.x_int16 + token * a.x_stride + b * kBlock + 4 * step;
+    sums = add_pair_products(sums, w.pairs[0], int16_pair(x, 0, 2));
+    sums = add_pair_products(sums, w.pairs[1], int16_pair(x, 1, 3));
+    sums = add_pair_products(sums, w.pairs[2], int16_pair(x, 16, 18));
+    return add_pair_products(sums, w.pairs[3], int16_pair(x, 17, 19));
+  }
+  // acc = fma(float(sum), scale, acc), then fma(minimum, the block's int16 sum, acc); the token's
+  // scale multiplies the total.
+  static vf fold(vf acc, Sums sums, const uint8_t* rec, const MatmulArgs& a, uint32_t token, uint64_t b) {
+    acc = madd(__builtin_convertvector(sums, vf), load_fp16(rec, a.fp16_table), acc);
+    const float x_sum = a.x_int16_block_sum[token * (a.x_stride / kBlock) + b];
+    return madd(load_fp16(rec + 2 * kLanes, a.fp16_table), splat(x_sum), acc);
+  }
+  static vf finish(vf acc, const MatmulArgs& a, uint32_t token) { return acc * splat(a.x_scale[token]); }
+};
+
+// Q4_1 weights, int8 block activations (--int8-activations): a step is the same 4 nibble bytes
+// per lane, multiplying signed bytes four at a time.
+struct Q4_1ByInt8 {
+  static constexpr WeightFormat kFormat = WeightFormat::affine4;
+  static constexpr int kSteps = 4;
+  typedef vquad Sums;
+  struct Step {
+    vu8 low, high;  // columns 4i..4i + 3, and 16 + 4i..16 + 4i + 3
+  };
+  static Step widen(const uint8_t* rec, int step) {
+    vu8 bytes;
+    __builtin_memcpy(&bytes, rec + 4 * kLanes + step * 4 * kLanes, sizeof bytes);
+    return {bytes & 15, (vu8)((vu16x2)bytes >> 4) & 15};
+  }
+  static Sums add(Sums sums, const Step& w, const MatmulArgs& a, uint32_t token, uint64_t b, int step) {
+    const int8_t* x = a.x_int8 + token * a.x_stride + b * kBlock + 4 * step;
+    return add_quad_products(add_quad_products(sums, w.low, load_i32(x)), w.high, load_i32(x + 16));
+  }
+  // acc = fma(float(sum), scale x the block's x scale, acc), then fma(minimum, the block's x sum, acc).
+  static vf fold(vf acc, Sums sums, const uint8_t* rec, const MatmulArgs& a, uint32_t token, uint64_t b) {
+    const size_t xb = token * (a.x_stride / kBlock) + b;
+    const vf scale = load_fp16(rec, a.fp16_table) * splat(a.x_block_scale[xb]);
+    acc = madd(__builtin_convertvector(quad_totals(sums), vf), scale, acc);
+    return madd(load_fp16(rec + 2 * kLanes, a.fp16_table), splat(a.x_block_sum[xb]), acc);
+  }
+  static vf finish(vf acc, const MatmulArgs&, uint32_t) { return acc; }
+};
+
+// R x kLanes rows from row0 by T tokens from token0: block after block, step after step, each
+// step's weights widened once for the T tokens; each (row vector, token) pair's integer sums are
+// folded into its FP32 accumulator at the block's end.
+template <class Product, int R, int T>
+void product_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   vf acc[R][T];
   clear(acc);
   const uint64_t blocks = a.weight->cols / kBlock;
-  const int16_t* x = a.x_int16 + token0 * a.x_stride;
   for (uint64_t b = 0; b < blocks; ++b) {
-    BlockRef ref[R];
-    vi16 w[R][kPairVecs];
-    for (int r = 0; r < R; ++r) {
-      ref[r] = block_ref<F>(a, row0 + r, b);
-      for (int v = 0; v < kPairVecs; ++v) w[r][v] = widen_i16<F>(ref[r], v);
+    const uint8_t* rec[R];
+    for (int r = 0; r < R; ++r) rec[r] = record<Product::kFormat>(a, row0 + r * kLanes, b);
+    typename Product::Sums sums[R][T];
+    clear(sums);
+    for (int step = 0; step < Product::kSteps; ++step) {
+      typename Product::Step w[R];
+      for (int r = 0; r < R; ++r) w[r] = Product::widen(rec[r], step);
+      for (int t = 0; t < T; ++t)
+        for (int r = 0; r < R; ++r) sums[r][t] = Product::add(sums[r][t], w[r], a, token0 + t, b, step);
     }
-    for (int t = 0; t < T; ++t) {
-      vi16 xv[kPairVecs];
-      for (int v = 0; v < kPairVecs; ++v) xv[v] = load_i16(x + t * a.x_stride + b * kBlock + v * 2 * kLanes);
-      vf x_sum{};
-      if constexpr (F == WeightFormat::affine4) {
-        vi16 ones;
-        for (int i = 0; i < 2 * kLanes; ++i) ones[i] = 1;
-        vi32 sum = dot_pairs(xv[0], ones);
-        for (int v = 1; v < kPairVecs; ++v) sum += dot_pairs(xv[v], ones);
-        x_sum = __builtin_convertvector(sum, vf);
-      }
-      for (int r = 0; r < R; ++r) {
-        vi32 sum = dot_pairs(w[r][0], xv[0]);
-        for (int v = 1; v < kPairVecs; ++v) sum += dot_pairs(w[r][v], xv[v]);
-        acc[r][t] = madd(__builtin_convertvector(sum, vf), splat(ref[r].scale), acc[r][t]);
-        if constexpr (F == WeightFormat::affine4) acc[r][t] = madd(x_sum, splat(ref[r].min), acc[r][t]);
-      }
-    }
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t) acc[r][t] = Product::fold(acc[r][t], sums[r][t], rec[r], a, token0 + t, b);
   }
-  for (int r = 0; r < R; ++r)
-    for (int t = 0; t < T; ++t) a.out[token0 + t][row0 + r] = reduce(acc[r][t]) * a.x_scale[token0 + t];
+  for (int t = 0; t < T; ++t)
+    for (int r = 0; r < R; ++r)
+      store_f32(a.out[token0 + t] + row0 + r * kLanes, Product::finish(acc[r][t], a, token0 + t));
 }
 
-// A single token streams a whole packed group of rows at once; a token tile reuses each
-// widened weight T times over fewer rows. Either way each element's order is the same.
-template <WeightFormat F, int T>
+template <WeightFormat F, int R, int T>
+void quantized_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
+  if constexpr (F == WeightFormat::q8_0) product_tile<Q8_0ByInt16, R, T>(a, row0, token0);
+  else if (a.form == ActivationForm::int8_blocks) product_tile<Q4_1ByInt8, R, T>(a, row0, token0);
+  else product_tile<Q4_1ByInt16, R, T>(a, row0, token0);
+}
+
+// Rows [row_begin, row_end) (multiples of kLanes) for T tokens: tiles of R row vectors, then
+// single row vectors.
+template <WeightFormat F, int R, int T>
 void rows_of_tile(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0) {
-  constexpr int kRows = T == 1 ? int(kPackRows) : kTileRows;
-  static_assert(kPackRows % kRows == 0, "a tile must not straddle two packed row groups");
   uint32_t r = row_begin;
-  for (; r + kRows <= row_end; r += kRows) tile_int16<F, kRows, T>(a, r, token0);
-  for (; r < row_end; ++r) tile_int16<F, 1, T>(a, r, token0);
+  for (; r + R * kLanes <= row_end; r += R * kLanes) quantized_tile<F, R, T>(a, r, token0);
+  for (; r < row_end; r += kLanes) quantized_tile<F, 1, T>(a, r, token0);
+}
+
+// Fewer tokens than a full tile take more row vectors (kDecodeRowVecs for a single token): enough
+// independent sums to hide the multiply-add latency while the weights stream.
+constexpr int kDecodeRowVecs = 4;
+
+// The last tokens of a pass, fewer than kTileTokens, in one tile of T = `count` tokens.
+template <WeightFormat F, int T = kTileTokens - 1>
+void quantized_tail(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0, uint32_t count) {
+  if constexpr (T >= 1) {
+    constexpr int R = kDecodeRowVecs / T > kTileRows ? kDecodeRowVecs / T : kTileRows;
+    if (count == uint32_t(T)) return rows_of_tile<F, R, T>(a, row_begin, row_end, token0);
+    quantized_tail<F, T - 1>(a, row_begin, row_end, token0, count);
+  }
 }
 
 // Rows in chunks whose weights stay in cache while every token tile passes over them.
@@ -262,8 +363,9 @@ void matmul_blocks(const MatmulArgs& a) {
   for (uint32_t chunk = a.row_begin; chunk < a.row_end; chunk += kRowChunk) {
     const uint32_t chunk_end = chunk + kRowChunk < a.row_end ? chunk + kRowChunk : a.row_end;
     uint32_t t = 0;
-    for (; t + kTileTokens <= a.tokens; t += kTileTokens) rows_of_tile<F, kTileTokens>(a, chunk, chunk_end, t);
-    for (; t < a.tokens; ++t) rows_of_tile<F, 1>(a, chunk, chunk_end, t);
+    for (; t + kTileTokens <= a.tokens; t += kTileTokens)
+      rows_of_tile<F, kTileRows, kTileTokens>(a, chunk, chunk_end, t);
+    if (t < a.tokens) quantized_tail<F>(a, chunk, chunk_end, t, a.tokens - t);
   }
 }
 

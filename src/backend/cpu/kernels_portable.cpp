@@ -1,4 +1,4 @@
-// The portable kernel set: 4-float vectors; 2 x 4 tiles over Q8_0/Q4_1, 1 panel x 2 tokens over FP32/BF16
+// The portable kernel set: 4-float vectors; 2 row vectors x 4 tokens over Q8_0/Q4_1, 1 panel x 2 tokens over FP32/BF16
 // (flags in src/CMakeLists.txt).
 #define KIPP_KERNEL_NS portable
 #define KIPP_KERNEL_NAME "portable"

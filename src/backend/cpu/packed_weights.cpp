@@ -41,21 +41,31 @@ void pack_panels(const WeightView& view, uint32_t lanes, uint32_t begin, uint32_
   }
 }
 
-// Rows [begin, end) of a Q8_0 or Q4_1 matrix (whole groups) into groups of blocks.
-void pack_block_groups(const WeightView& view, uint32_t begin, uint32_t end, uint8_t* destination) {
+// Rows [begin, end) of a Q8_0 or Q4_1 matrix (whole groups of `lanes` rows) into records (see
+// the header).
+void pack_block_groups(const WeightView& view, uint32_t lanes, uint32_t begin, uint32_t end, uint8_t* destination) {
   const uint32_t size = block_bytes(view.format);
   const uint64_t blocks = view.cols / 32;
+  const bool q8 = view.format == WeightFormat::q8_0;
   for (uint64_t row = begin; row < end; ++row) {
-    const uint8_t* source = view.data + row * blocks * size;
-    const uint64_t group = row / kPackRows, lane = row % kPackRows;
-    for (uint64_t b = 0; b < blocks; ++b)
-      std::memcpy(destination + ((group * blocks + b) * kPackRows + lane) * size, source + b * size, size);
+    const uint64_t group = row / lanes, lane = row % lanes;
+    for (uint64_t b = 0; b < blocks; ++b) {
+      const uint8_t* block = view.data + (row * blocks + b) * size;
+      uint8_t* record = destination + (group * blocks + b) * lanes * size;
+      std::memcpy(record + 2 * lane, block, 2);  // scale
+      if (q8) {
+        for (uint32_t p = 0; p < 16; ++p) std::memcpy(record + 2 * lanes + (p * lanes + lane) * 2, block + 2 + 2 * p, 2);
+      } else {
+        std::memcpy(record + 2 * lanes + 2 * lane, block + 2, 2);  // minimum
+        for (uint32_t i = 0; i < 4; ++i) std::memcpy(record + 4 * lanes + (i * lanes + lane) * 4, block + 4 + 4 * i, 4);
+      }
+    }
   }
 }
 
 }  // namespace
 
-Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes) {
+Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, uint32_t lanes) {
   if (view.rows % kPanelRows != 0 || view.cols % 32 != 0)
     return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPanelRows,
                 " and columns of 32");
@@ -69,9 +79,14 @@ Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t l
       case WeightFormat::f32: return pack_panels<uint32_t>(view, lanes, rows.begin, rows.end, destination);
       case WeightFormat::bf16: return pack_panels<uint16_t>(view, lanes, rows.begin, rows.end, destination);
       case WeightFormat::q8_0:
-      case WeightFormat::affine4: return pack_block_groups(view, rows.begin, rows.end, destination);
+      case WeightFormat::affine4: return pack_block_groups(view, lanes, rows.begin, rows.end, destination);
     }
   });
+  return packed;
+}
+
+Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes) {
+  KIPP_ASSIGN(std::unique_ptr<uint8_t[]> packed, cpu::pack_matrix(view, pool, lanes));
   release_pages(view.data, view.bytes);
   view.data = packed.get();
   bytes_ += view.bytes;

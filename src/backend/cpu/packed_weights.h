@@ -3,8 +3,15 @@
 // machines we measured that doubles the bandwidth a thread gets). The mapped source pages are
 // released as each matrix is copied; the token embedding stays mapped for lookups.
 //
-// Q8_0 and Q4_1 matrices: rows in groups of kPackRows, and within a group block b of every row,
-// then block b + 1; blocks keep their ggml bytes.
+// Q8_0 and Q4_1 matrices: rows in groups of L (the kernel set's vector width in floats), block
+// by block, each group's block b one record laid out so that a vector holds one value per row
+// (the kernels' lanes run over rows, so a block's scales apply to L rows in one multiply):
+//   Q8_0 record: L FP16 scales, then for each column pair p = 0..15 the L rows' weights 2p and
+//                2p + 1 (2L bytes);
+//   Q4_1 record: L FP16 scales, L FP16 minimums, then for each i = 0..3 the L rows' bytes
+//                4i..4i + 3 of ggml's 16 nibble bytes (4L bytes): low nibbles are columns
+//                4i..4i + 3, high nibbles columns 16 + 4i..16 + 4i + 3.
+// A record has the bytes of L ggml blocks, so the packed matrix is the size of the mapped one.
 //
 // FP32 and BF16 matrices: rows in panels of kPanelRows, column by column: panel p holds, for
 // column c = 0, 1, ..., the kPanelRows values W[kPanelRows p + i][c]. A kernel multiplies one
@@ -24,7 +31,6 @@
 
 namespace kipp::cpu {
 
-inline constexpr uint32_t kPackRows = 8;
 inline constexpr uint32_t kPanelRows = 16;
 
 // Whether a format is packed in panels (FP32, BF16) rather than in groups of blocks.
@@ -33,10 +39,14 @@ inline bool packs_in_panels(WeightFormat format) { return format == WeightFormat
 // Bytes of one 32-weight block in a format.
 uint32_t block_bytes(WeightFormat format);
 
+// One matrix in the layout of a kernel set with vectors of `lanes` floats, copied with every
+// thread of `pool`.
+Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, uint32_t lanes);
+
 class PackedWeights {
  public:
-  // Copies with every thread of `pool`, each taking its share of each matrix's row groups; BF16
-  // words are interleaved for vectors of `lanes` floats.
+  // Copies with every thread of `pool`, each taking its share of each matrix's row groups, for a
+  // kernel set with vectors of `lanes` floats (BF16 interleave, Q8_0/Q4_1 row groups).
   static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped, ThreadPool& pool, uint32_t lanes);
 
   // Every view of `mapped`, the projections and output head pointing at the packed copies.
