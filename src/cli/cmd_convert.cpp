@@ -1,4 +1,4 @@
-// `kipp convert --checkpoint ID --source DIR [--quant Q] --out FILE`
+// `kipp convert --checkpoint ID --source DIR [--quant Q] [--head q8_0] --out FILE`
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,7 +10,7 @@ namespace kipp::cli {
 
 namespace {
 struct ConvertArgs {
-  std::string checkpoint, source, quant = "bf16", out;
+  std::string checkpoint, source, quant = "bf16", head = "bf16", out;
 };
 }  // namespace
 
@@ -21,12 +21,17 @@ Command add_convert_command(CLI::App& app) {
   sub->add_option("--source", args->source, "Directory with config.json, tokenizer files and safetensors")->required();
   sub->add_option("--quant", args->quant, "Projection weights: bf16, q8_0 or affine4_gs32")
       ->check(CLI::IsMember({"bf16", "q8_0", "affine4_gs32"}));
+  sub->add_option("--head", args->head,
+                  "Output head (the tied embedding or the untied lm_head): bf16 (default) or q8_0, which halves "
+                  "the bytes decode reads for it (docs/MODELS.md gives its measured error)")
+      ->check(CLI::IsMember({"bf16", "q8_0"}));
   sub->add_option("--out", args->out, "Output .gguf path")->required();
   return {sub, [args] {
             ConvertOptions options;
             options.checkpoint_id = args->checkpoint;
             options.source_dir = args->source;
             options.scheme = *parse_quant_scheme(args->quant);
+            options.head = *parse_head_scheme(args->head);
             options.out_path = args->out;
             ProgressDisplay progress(ProgressDisplay::mode_for(stderr), stderr);
             options.on_progress = show_progress_on(progress);

@@ -32,6 +32,7 @@ void print_summary(const gguf::File& file, uint64_t file_bytes) {
   std::printf("source           %s@%s\n", string_or(file, keys::kipp_repository, "?").c_str(),
               string_or(file, keys::kipp_revision, "?").c_str());
   std::printf("quant scheme     %s\n", string_or(file, keys::kipp_quant_scheme, "(missing)").c_str());
+  std::printf("output head      %s\n", string_or(file, keys::kipp_quant_head, "bf16").c_str());
   std::printf("converter        %s\n", string_or(file, keys::kipp_converter, "(missing)").c_str());
   std::printf("metadata keys    %zu\n", file.metadata.size());
   std::printf("\n%-28s %-6s %-20s %12s\n", "tensor", "type", "shape", "bytes");

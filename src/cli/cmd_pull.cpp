@@ -18,7 +18,7 @@ namespace kipp::cli {
 
 namespace {
 struct PullArgs {
-  std::string checkpoint, quant = "bf16", models_dir = pull::kDefaultModelsDir, endpoint, token, hf_cache;
+  std::string checkpoint, quant = "bf16", head = "bf16", models_dir = pull::kDefaultModelsDir, endpoint, token, hf_cache;
   bool no_hf_cache = false;
 };
 
@@ -68,8 +68,13 @@ Command add_pull_command(CLI::App& app) {
   sub->add_option("id", args->checkpoint, "Registry id, e.g. qwen3-0.6b (see `kipp registry`)")->required();
   sub->add_option("--quant", args->quant, "Projection weights: bf16, q8_0 or affine4_gs32")
       ->check(CLI::IsMember({"bf16", "q8_0", "affine4_gs32"}));
+  sub->add_option("--head", args->head,
+                  "Output head (the tied embedding or the untied lm_head): bf16 (default) or q8_0, which halves "
+                  "the bytes decode reads for it (docs/MODELS.md gives its measured error)")
+      ->check(CLI::IsMember({"bf16", "q8_0"}));
   sub->add_option("--models-dir", args->models_dir,
-                  "Where downloads (DIR/.downloads/) and the artifact (DIR/ID.QUANT.gguf) go; default ./models");
+                  "Where downloads (DIR/.downloads/) and the artifact (DIR/ID.QUANT[.head-q8_0].gguf) go; default "
+                  "./models");
   sub->add_option("--endpoint", args->endpoint,
                   std::string("Hub base URL; default $HF_ENDPOINT, else ") + pull::kDefaultEndpoint);
   sub->add_option("--token", args->token,
@@ -83,6 +88,7 @@ Command add_pull_command(CLI::App& app) {
             pull::PullOptions options;
             options.checkpoint_id = args->checkpoint;
             options.scheme = *parse_quant_scheme(args->quant);
+            options.head = *parse_head_scheme(args->head);
             options.models_dir = args->models_dir;
             if (sub->count("--endpoint") > 0) {
               options.endpoint = args->endpoint;

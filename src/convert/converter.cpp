@@ -122,14 +122,16 @@ Status encode_chunk(const uint16_t* source, uint64_t count, uint64_t first_index
   }
 }
 
-void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme, const ConvertedTokenizer& tok,
+void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme, HeadScheme head,
+                  const ConvertedTokenizer& tok,
                   const std::vector<std::string>& files, const std::vector<std::string>& hashes) {
   writer.add_string(keys::architecture, "qwen3");
   writer.add_string(keys::name, c.repository);
   writer.add_string(keys::license, "apache-2.0");
   writer.add_u32(keys::alignment, gguf::kDefaultAlignment);
   writer.add_u32(keys::file_type, llama_file_type(scheme));
-  if (scheme != QuantScheme::bf16) writer.add_u32(keys::quantization_version, gguf::kQuantizationVersion);
+  if (scheme != QuantScheme::bf16 || head != HeadScheme::bf16)
+    writer.add_u32(keys::quantization_version, gguf::kQuantizationVersion);
   writer.add_u32(keys::context_length, c.context);
   writer.add_u32(keys::embedding_length, c.hidden);
   writer.add_u32(keys::block_count, c.layers);
@@ -156,6 +158,7 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
   writer.add_string(keys::kipp_repository, c.repository);
   writer.add_string(keys::kipp_revision, c.revision);
   writer.add_string(keys::kipp_quant_scheme, quant_scheme_name(scheme));
+  if (head != HeadScheme::bf16) writer.add_string(keys::kipp_quant_head, head_scheme_name(head));
   writer.add_string(keys::kipp_converter, kConverterVersion);
   writer.add_string_array(keys::kipp_source_files, files);
   writer.add_string_array(keys::kipp_source_sha256, hashes);
@@ -220,11 +223,12 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
 
   // 3. Header, then tensors streamed in directory order.
   gguf::Writer writer;
-  add_metadata(writer, c, options.scheme, tokenizer, files, hashes);
+  add_metadata(writer, c, options.scheme, options.head, tokenizer, files, hashes);
   tokenizer = ConvertedTokenizer{};  // the writer holds its own copy now
   uint64_t source_bytes_total = 0;
   for (const auto& tensor : expected) {
-    KIPP_TRY(writer.add_tensor(tensor.gguf_name, tensor.gguf_dims(), expected_tensor_type(tensor, options.scheme)));
+    KIPP_TRY(writer.add_tensor(tensor.gguf_name, tensor.gguf_dims(),
+                               expected_tensor_type(tensor, options.scheme, options.head)));
     source_bytes_total += source.find(tensor.hf_name)->bytes;
   }
   if (auto parent = std::filesystem::path(options.out_path).parent_path(); !parent.empty()) {
@@ -239,7 +243,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   ConvertProgress progress{0, source_bytes_total};
   for (const auto& tensor : expected) {
     const SafetensorsTensor& src = *source.find(tensor.hf_name);
-    const gguf::TensorType type = expected_tensor_type(tensor, options.scheme);
+    const gguf::TensorType type = expected_tensor_type(tensor, options.scheme, options.head);
     const uint64_t row_values = tensor.cols;
     const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (row_values * 2));
     for (uint64_t row = 0; row < tensor.rows; row += rows_per_chunk) {

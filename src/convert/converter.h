@@ -25,6 +25,7 @@ struct ConvertOptions {
   std::string checkpoint_id;
   std::string source_dir;
   QuantScheme scheme = QuantScheme::bf16;
+  HeadScheme head = HeadScheme::bf16;
   std::string out_path;
   // SHA-256 of source files already verified by the caller (file name -> hex), to skip rehashing.
   std::map<std::string, std::string> known_sha256;

@@ -26,6 +26,14 @@ uint32_t llama_file_type(QuantScheme scheme) {
   return 0;
 }
 
+std::string_view head_scheme_name(HeadScheme head) { return head == HeadScheme::q8_0 ? "q8_0" : "bf16"; }
+
+std::optional<HeadScheme> parse_head_scheme(std::string_view name) {
+  for (HeadScheme head : {HeadScheme::bf16, HeadScheme::q8_0})
+    if (head_scheme_name(head) == name) return head;
+  return std::nullopt;
+}
+
 bool ExpectedTensor::is_projection() const {
   switch (role) {
     case TensorRole::attn_q: case TensorRole::attn_k: case TensorRole::attn_v: case TensorRole::attn_output:
@@ -48,6 +56,7 @@ std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
   const uint64_t hidden = c.hidden, ffn = c.ffn, q = c.attention_width(), kv = c.kv_width(), head = c.head_dim();
   std::vector<ExpectedTensor> out;
   out.push_back({"token_embd.weight", "model.embed_tokens.weight", TensorRole::token_embedding, -1, c.vocab(), hidden});
+  out.back().is_head = c.tied;
   for (int l = 0; l < int(c.layers); ++l) {
     const std::string blk = "blk." + std::to_string(l) + ".";
     const std::string hf = "model.layers." + std::to_string(l) + ".";
@@ -67,12 +76,16 @@ std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
     add("ffn_down", "mlp.down_proj", TensorRole::ffn_down, hidden, ffn);
   }
   out.push_back({"output_norm.weight", "model.norm.weight", TensorRole::output_norm, -1, 1, hidden});
-  if (!c.tied) out.push_back({"output.weight", "lm_head.weight", TensorRole::output, -1, c.vocab(), hidden});
+  if (!c.tied) {
+    out.push_back({"output.weight", "lm_head.weight", TensorRole::output, -1, c.vocab(), hidden});
+    out.back().is_head = true;
+  }
   return out;
 }
 
-gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme) {
+gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme, HeadScheme head) {
   if (tensor.is_vector()) return gguf::TensorType::f32;
+  if (tensor.is_head && head == HeadScheme::q8_0) return gguf::TensorType::q8_0;
   if (!tensor.is_projection()) return gguf::TensorType::bf16;
   switch (scheme) {
     case QuantScheme::bf16: return gguf::TensorType::bf16;

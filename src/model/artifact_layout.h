@@ -50,6 +50,7 @@ inline constexpr std::string_view kipp_revision = "kipp.source.revision";
 inline constexpr std::string_view kipp_source_files = "kipp.source.files";
 inline constexpr std::string_view kipp_source_sha256 = "kipp.source.sha256";
 inline constexpr std::string_view kipp_quant_scheme = "kipp.quant.scheme";
+inline constexpr std::string_view kipp_quant_head = "kipp.quant.head";  // written only when not bf16
 inline constexpr std::string_view kipp_converter = "kipp.converter.version";
 }  // namespace keys
 
@@ -61,6 +62,12 @@ enum class QuantScheme { bf16, q8_0, affine4_gs32 };
 std::string_view quant_scheme_name(QuantScheme scheme);
 std::optional<QuantScheme> parse_quant_scheme(std::string_view name);
 uint32_t llama_file_type(QuantScheme scheme);
+
+// How the output head is stored (the tied embedding, or the untied output.weight): BF16, or, with
+// `--head q8_0`, ggml Q8_0 (recorded as kipp.quant.head; llama.cpp reads either).
+enum class HeadScheme { bf16, q8_0 };
+std::string_view head_scheme_name(HeadScheme head);
+std::optional<HeadScheme> parse_head_scheme(std::string_view name);
 
 enum class TensorRole {
   token_embedding, attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm,
@@ -75,6 +82,7 @@ struct ExpectedTensor {
   uint64_t rows;              // output features (1 for a norm vector)
   uint64_t cols;              // input features: the contiguous dimension
   bool is_vector() const { return rows == 1; }
+  bool is_head = false;       // the output head: the embedding when tied, output.weight when untied
   bool is_projection() const;  // one of the seven per-layer matrices a scheme may quantize
   std::vector<uint64_t> gguf_dims() const;  // {cols} or {cols, rows}
   std::vector<uint64_t> hf_shape() const;   // {cols} or {rows, cols}
@@ -83,7 +91,9 @@ struct ExpectedTensor {
 // Every tensor of the entry's artifact, in the order the converter writes them.
 std::vector<ExpectedTensor> expected_tensors(const Checkpoint& checkpoint);
 
-// Storage type of a tensor under a scheme: norms F32, embedding/lm_head BF16, projections per scheme.
-gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme);
+// Storage type of a tensor under a scheme: norms F32, projections per scheme, the head per head
+// scheme, an untied embedding BF16.
+gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme,
+                                      HeadScheme head = HeadScheme::bf16);
 
 }  // namespace kipp

@@ -108,6 +108,15 @@ Result<QuantScheme> check_scheme(const gguf::File& file) {
   return *scheme;
 }
 
+// kipp.quant.head: absent means BF16 (artifacts before the key existed, and every BF16 head).
+Result<HeadScheme> check_head(const gguf::File& file) {
+  if (!file.find(keys::kipp_quant_head)) return HeadScheme::bf16;
+  KIPP_ASSIGN(std::string_view name, file.get_string(keys::kipp_quant_head));
+  auto head = parse_head_scheme(name);
+  if (!head) return fail("metadata ", keys::kipp_quant_head, " is \"", printable(name), "\", expected bf16 or q8_0");
+  return *head;
+}
+
 Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& c) {
   KIPP_TRY(expect_string(file, keys::tokenizer_model, kTokenizerModel));
   KIPP_TRY(expect_string(file, keys::tokenizer_pre, kTokenizerPre));
@@ -197,9 +206,10 @@ Result<ValidatedArtifact> validate_artifact(const gguf::File& file) {
   KIPP_ASSIGN(out.checkpoint, match_registry(file));
   KIPP_TRY(check_hyperparameters(file, *out.checkpoint));
   KIPP_ASSIGN(out.scheme, check_scheme(file));
+  KIPP_ASSIGN(out.head, check_head(file));
   KIPP_ASSIGN(out.tokenizer, check_tokenizer(file, *out.checkpoint));
   KIPP_ASSIGN(out.provenance, read_provenance(file));
-  KIPP_ASSIGN(out.weights, bind_weights(file, *out.checkpoint, out.scheme));
+  KIPP_ASSIGN(out.weights, bind_weights(file, *out.checkpoint, out.scheme, out.head));
   return out;
 }
 

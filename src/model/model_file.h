@@ -43,6 +43,7 @@ struct Provenance {
 struct ValidatedArtifact {
   const Checkpoint* checkpoint = nullptr;
   QuantScheme scheme = QuantScheme::bf16;
+  HeadScheme head = HeadScheme::bf16;
   TokenizerData tokenizer;
   Provenance provenance;
   ModelWeights weights;
@@ -59,6 +60,7 @@ class ModelFile {
   uint64_t file_bytes() const { return mapping_.bytes().size(); }
   const Checkpoint& checkpoint() const { return *artifact_.checkpoint; }
   QuantScheme scheme() const { return artifact_.scheme; }
+  HeadScheme head() const { return artifact_.head; }
   const ModelWeights& weights() const { return artifact_.weights; }
   const TokenizerData& tokenizer() const { return artifact_.tokenizer; }
   const Provenance& provenance() const { return artifact_.provenance; }

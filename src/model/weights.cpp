@@ -48,7 +48,8 @@ WeightView* slot_for(ModelWeights& weights, const ExpectedTensor& tensor) {
 
 }  // namespace
 
-Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme) {
+Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme,
+                                  HeadScheme head) {
   const std::vector<ExpectedTensor> expected = expected_tensors(checkpoint);
   std::unordered_set<std::string_view> expected_names;
   for (const auto& tensor : expected) expected_names.insert(tensor.gguf_name);
@@ -61,10 +62,11 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& chec
   for (const ExpectedTensor& tensor : expected) {
     const gguf::TensorInfo* info = file.find_tensor(tensor.gguf_name);
     if (!info) return fail("missing tensor ", tensor.gguf_name);
-    const gguf::TensorType type = expected_tensor_type(tensor, scheme);
+    const gguf::TensorType type = expected_tensor_type(tensor, scheme, head);
     if (info->type != uint32_t(type))
       return fail("tensor ", tensor.gguf_name, ": type ", gguf::tensor_type_info(info->type)->name, ", expected ",
-                  gguf::tensor_type_info(uint32_t(type))->name, " for scheme ", quant_scheme_name(scheme));
+                  gguf::tensor_type_info(uint32_t(type))->name, " for scheme ", quant_scheme_name(scheme),
+                  tensor.is_head ? std::string(" with head ") + std::string(head_scheme_name(head)) : std::string());
     const std::vector<uint64_t> dims = tensor.gguf_dims();
     const std::vector<uint64_t> found(info->dims.begin(), info->dims.begin() + info->n_dims);
     if (found != dims)

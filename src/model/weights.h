@@ -47,6 +47,7 @@ struct ModelWeights {
 uint64_t weight_bytes_per_token(const ModelWeights& weights);
 
 // Checks the tensor directory against the entry (exact set, types, shapes) and binds views.
-Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme);
+Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& checkpoint, QuantScheme scheme,
+                                  HeadScheme head = HeadScheme::bf16);
 
 }  // namespace kipp

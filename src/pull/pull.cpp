@@ -158,6 +158,7 @@ Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<
   convert.checkpoint_id = std::string(c.id);
   convert.source_dir = report.download_dir;
   convert.scheme = options.scheme;
+  convert.head = options.head;
   convert.out_path = report.artifact_path;
   convert.known_sha256 = std::move(known_sha256);
   if (options.progress) convert.on_progress = show_progress_on(*options.progress);
@@ -178,8 +179,10 @@ std::string flat_id(std::string_view checkpoint_id) {
   return flat;
 }
 
-std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme) {
-  return models_dir + "/" + flat_id(checkpoint_id) + "." + std::string(quant_scheme_name(scheme)) + ".gguf";
+std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme,
+                          HeadScheme head) {
+  const std::string head_part = head == HeadScheme::bf16 ? "" : ".head-" + std::string(head_scheme_name(head));
+  return models_dir + "/" + flat_id(checkpoint_id) + "." + std::string(quant_scheme_name(scheme)) + head_part + ".gguf";
 }
 
 std::string download_dir(const std::string& models_dir, const Checkpoint& checkpoint) {
@@ -201,7 +204,7 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   };
 
   PullReport report;
-  report.artifact_path = artifact_path(options.models_dir, c.id, options.scheme);
+  report.artifact_path = artifact_path(options.models_dir, c.id, options.scheme, options.head);
 
   // 0. A complete snapshot in the Hugging Face cache is verified and converted where it lies.
   if (!options.hf_cache_dir.empty()) {

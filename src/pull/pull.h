@@ -23,6 +23,7 @@ inline constexpr const char* kDefaultModelsDir = "models";
 struct PullOptions {
   std::string checkpoint_id;
   QuantScheme scheme = QuantScheme::bf16;
+  HeadScheme head = HeadScheme::bf16;
   std::string models_dir = kDefaultModelsDir;
   // Empty: the public hub. Synthetic kipp-test/ entries are only pulled from an explicit endpoint.
   std::string endpoint;
@@ -49,8 +50,9 @@ Result<PullReport> pull_checkpoint(const PullOptions& options);
 
 // The id as one path component: "kipp-test/qwen3-tiny" -> "kipp-test_qwen3-tiny".
 std::string flat_id(std::string_view checkpoint_id);
-// {models}/{flat id}.{quant}.gguf
-std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme);
+// {models}/{flat id}.{quant}.gguf, or {models}/{flat id}.{quant}.head-q8_0.gguf with a Q8_0 head
+std::string artifact_path(const std::string& models_dir, std::string_view checkpoint_id, QuantScheme scheme,
+                          HeadScheme head = HeadScheme::bf16);
 // {models}/.downloads/{flat id}/{revision}
 std::string download_dir(const std::string& models_dir, const Checkpoint& checkpoint);
 

@@ -107,6 +107,8 @@ TEST(LinkedEtag, AddsAgreesOrConflicts) {
 TEST(Naming, ArtifactAndDownloadPaths) {
   EXPECT_EQ(flat_id("kipp-test/qwen3-tiny"), "kipp-test_qwen3-tiny");
   EXPECT_EQ(artifact_path("models", "qwen3-0.6b", QuantScheme::q8_0), "models/qwen3-0.6b.q8_0.gguf");
+  EXPECT_EQ(artifact_path("models", "qwen3-0.6b", QuantScheme::affine4_gs32, HeadScheme::q8_0),
+            "models/qwen3-0.6b.affine4_gs32.head-q8_0.gguf");
   const Checkpoint* tiny = find_checkpoint("kipp-test/qwen3-tiny");
   ASSERT_NE(tiny, nullptr);
   EXPECT_EQ(download_dir("m", *tiny), "m/.downloads/kipp-test_qwen3-tiny/" + std::string(tiny->revision));

@@ -1,9 +1,9 @@
 // The logit gate in process, for every backend this build has besides cpu-ref, on both tiny
-// checkpoints in every scheme, against cpu-ref on the same artifact: every row's argmax equal and
-// NMSE <= 1e-4. Two runs: a 40-token prefill with every row (the batched product: tensor cores on
-// cuda), then 4 decode steps (one row each); and one decode step for three sessions of 150, 40
-// and 0 positions in one call (a small batch; on cuda, attention split into five, two and one
-// live pieces). It needs no Python, so the GPU run has it even where gate_logits.py cannot run;
+// checkpoints in every scheme (and two with a Q8_0 output head), against cpu-ref on the same
+// artifact: every row's argmax equal and NMSE <= 1e-4. Two runs: a 40-token prefill with every row
+// (the batched product: tensor cores on cuda), then 4 decode steps (one row each); and one decode
+// step for three sessions of 150, 40 and 0 positions in one call (a small batch; on cuda,
+// attention split into five, two and one live pieces). It needs no Python, so the GPU run has it even where gate_logits.py cannot run;
 // the emulated cuda backend runs it in make test.
 #include <gtest/gtest.h>
 
@@ -114,7 +114,7 @@ std::vector<GateCase> cases() {
   for (std::string_view backend : backend_names())
     if (backend != "cpu-ref")
       for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"})
-        for (const char* scheme : {"bf16", "q8_0", "affine4_gs32"})
+        for (const char* scheme : {"bf16", "q8_0", "affine4_gs32", "bf16.head-q8_0", "affine4_gs32.head-q8_0"})
           all.push_back({std::string(backend), model, scheme});
   return all;
 }

@@ -967,6 +967,16 @@ TEST(MalformedArtifact, WrongQuantScheme) {
   EXPECT_TRUE(Rejected(verdict(base().erase_kv(keys::kipp_quant_scheme)), {"kipp.quant.scheme", "missing"}));
 }
 
+TEST(MalformedArtifact, WrongHeadScheme) {
+  EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_quant_head, "q4_0")),
+                       {"kipp.quant.head", "\"q4_0\"", "expected bf16 or q8_0"}));
+  // The key says q8_0, the tied embedding (the head) is BF16.
+  EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_quant_head, "q8_0")),
+                       {"tensor token_embd.weight", "type BF16", "expected Q8_0", "with head q8_0"}));
+  // A BF16 head may say so.
+  EXPECT_TRUE(verdict(base().set_string(keys::kipp_quant_head, "bf16")).ok());
+}
+
 // ---------------------------------------------------------------------------------------------
 // G19-G22: tokenizer data
 

@@ -20,13 +20,16 @@ namespace {
 struct Case {
   std::string model;
   QuantScheme scheme;
+  HeadScheme head = HeadScheme::bf16;
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.model << " " << quant_scheme_name(c.scheme); }
-
-std::string artifact_path(const Case& c) {
-  return testing::test_models_dir() + "/" + c.model + "." + std::string(quant_scheme_name(c.scheme)) + ".gguf";
+std::string artifact_name(const Case& c) {
+  return c.model + "." + std::string(quant_scheme_name(c.scheme)) + (c.head == HeadScheme::q8_0 ? ".head-q8_0" : "");
 }
+
+void PrintTo(const Case& c, std::ostream* out) { *out << artifact_name(c); }
+
+std::string artifact_path(const Case& c) { return testing::test_models_dir() + "/" + artifact_name(c) + ".gguf"; }
 
 std::vector<uint16_t> source_tensor(const SafetensorsCheckpoint& source, const std::string& name) {
   const SafetensorsTensor* tensor = source.find(name);
@@ -107,10 +110,12 @@ TEST_P(RoundTrip, EveryTensorMatchesItsSource) {
   const ModelFile& m = *model.value();
   EXPECT_EQ(m.checkpoint().id, "kipp-test/" + c.model);
   EXPECT_EQ(m.scheme(), c.scheme);
+  EXPECT_EQ(m.head(), c.head);
+  EXPECT_EQ(m.weights().lm_head.format, c.head == HeadScheme::q8_0 ? WeightFormat::q8_0 : WeightFormat::bf16);
   auto source = SafetensorsCheckpoint::open(testing::test_models_dir() + "/src/" + c.model);
   ASSERT_TRUE(source.ok()) << source.error().message;
 
-  double worst_nmse = 0.0;
+  double worst_nmse = 0.0, head_nmse = 0.0;
   for (const ExpectedTensor& t : expected_tensors(m.checkpoint())) {
     const WeightView& view = view_for(m.weights(), t);
     ASSERT_NE(view.data, nullptr) << t.gguf_name;
@@ -130,9 +135,12 @@ TEST_P(RoundTrip, EveryTensorMatchesItsSource) {
         break;
       case WeightFormat::q8_0:
       case WeightFormat::affine4:
-        ASSERT_TRUE(t.is_projection()) << t.gguf_name;
-        worst_nmse = std::max(worst_nmse, check_quantized(view, expected, t.gguf_name));
+        ASSERT_TRUE(t.is_projection() || t.is_head) << t.gguf_name;
+      {
+        double& worst = t.is_head ? head_nmse : worst_nmse;
+        worst = std::max(worst, check_quantized(view, expected, t.gguf_name));
         break;
+      }
     }
   }
   // Per-tensor normalized squared error of the schemes on these (uniformly distributed) weights.
@@ -141,6 +149,9 @@ TEST_P(RoundTrip, EveryTensorMatchesItsSource) {
   }
   if (c.scheme == QuantScheme::affine4_gs32) {
     EXPECT_LT(worst_nmse, 6e-3);  // uniform weights: about 1/225 = 4.4e-3 in theory
+  }
+  if (c.head == HeadScheme::q8_0) {
+    EXPECT_LT(head_nmse, 3e-5);  // the same Q8_0 rounding as the projections
   }
   if (m.checkpoint().tied) {
     EXPECT_EQ(m.weights().lm_head.data, m.weights().token_embedding.data);
@@ -173,10 +184,13 @@ INSTANTIATE_TEST_SUITE_P(Fixture, RoundTrip,
                                            Case{"qwen3-tiny", QuantScheme::affine4_gs32},
                                            Case{"qwen3-tiny-untied", QuantScheme::bf16},
                                            Case{"qwen3-tiny-untied", QuantScheme::q8_0},
-                                           Case{"qwen3-tiny-untied", QuantScheme::affine4_gs32}),
+                                           Case{"qwen3-tiny-untied", QuantScheme::affine4_gs32},
+                                           Case{"qwen3-tiny", QuantScheme::bf16, HeadScheme::q8_0},
+                                           Case{"qwen3-tiny", QuantScheme::affine4_gs32, HeadScheme::q8_0},
+                                           Case{"qwen3-tiny-untied", QuantScheme::bf16, HeadScheme::q8_0},
+                                           Case{"qwen3-tiny-untied", QuantScheme::q8_0, HeadScheme::q8_0}),
                          [](const auto& test_info) {
-                           const Case& c = test_info.param;
-                           std::string name = c.model + "_" + std::string(quant_scheme_name(c.scheme));
+                           std::string name = artifact_name(test_info.param);
                            std::replace(name.begin(), name.end(), '-', '_');
                            std::replace(name.begin(), name.end(), '.', '_');
                            return name;

@@ -283,7 +283,7 @@ class Model final : public BackendModel {
     float* x = a_.x.as<float>();
     float* x_norm = a_.x_norm.as<float>();
     const float eps = c_.rms_norm_eps();
-    embed_rows(reinterpret_cast<const uint16_t*>(embedding_.data), d_ints + at.ids, rows, c_.hidden, x, stream_);
+    embed_rows(embedding_, d_ints + at.ids, rows, c_.hidden, x, stream_);
     PagedKv kv{d_ints + at.positions, d_ints + at.row_item, d_ints + at.table_offset, d_ints + at.tables,
                a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
     const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads(), c_.head_dim()};

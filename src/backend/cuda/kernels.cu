@@ -103,11 +103,15 @@ __device__ void write_output(float* y, uint64_t index, float value, Write write)
 
 __device__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
 
-__global__ void embed_kernel(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out) {
+// A BF16 table, or a Q8_0 one (a tied head stored as Q8_0): value = the block's scale x int8.
+__global__ void embed_kernel(DeviceWeight table, const int32_t* ids, uint32_t rows, uint32_t width, float* out) {
   const uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= uint64_t(rows) * width) return;
   const uint32_t r = uint32_t(i / width), c = uint32_t(i % width);
-  out[i] = bf16_value(table[uint64_t(ids[r]) * width + c]);
+  const uint64_t at = uint64_t(ids[r]) * width + c;
+  out[i] = table.format == WeightFormat::q8_0
+               ? fp16_value(table.scales[at / 32]) * float(int8_t(table.data[at]))
+               : bf16_value(reinterpret_cast<const uint16_t*>(table.data)[at]);
 }
 
 __global__ void gather_kernel(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out) {
@@ -519,7 +523,8 @@ void launch_matvec(const DeviceWeight& w, const float* x, const float* norm_weig
 
 }  // namespace
 
-void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s) {
+void embed_rows(const DeviceWeight& table, const int32_t* ids, uint32_t rows, uint32_t width, float* out,
+                cudaStream_t s) {
   launch(embed_kernel, blocks_for(uint64_t(rows) * width, 256), 256, s, table, ids, rows, width, out);
 }
 

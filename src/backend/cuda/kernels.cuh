@@ -43,8 +43,9 @@ struct PagedKv {
   uint32_t head_dim;
 };
 
-// out[r] = table[ids[r]] (BF16 rows widened).
-void embed_rows(const uint16_t* table, const int32_t* ids, uint32_t rows, uint32_t width, float* out, cudaStream_t s);
+// Rows `ids` of a BF16 or Q8_0 table, widened to FP32.
+void embed_rows(const DeviceWeight& table, const int32_t* ids, uint32_t rows, uint32_t width, float* out,
+                cudaStream_t s);
 // out[r] = x[rows[r]].
 void gather_rows(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out, cudaStream_t s);
 // What a product p = W x does with its rows: replace y with them, add them to y (the residual
