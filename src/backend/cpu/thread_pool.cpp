@@ -3,9 +3,11 @@
 namespace kipp::cpu {
 namespace {
 
-// Spin this many rounds before sleeping: between the many short jobs of one token, a worker
-// that sleeps would cost a futex wake-up each time.
-constexpr int kSpinRounds = 20000;
+// Spin this many rounds (well under a millisecond) before sleeping: between the many short jobs
+// of one token, a worker that sleeps costs a futex wake-up each time, and the caller then waits
+// for it. Measured on 2 threads, 0.6B-shape q8_0 decode: 20,000 rounds 18.2 tok/s (the worker
+// slept between jobs), 100,000 29.8, 1,000,000 30.5.
+constexpr int kSpinRounds = 200000;
 
 }  // namespace
 
