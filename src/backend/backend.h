@@ -32,8 +32,9 @@ class BackendSession {
   virtual uint32_t length() const = 0;    // positions in its KV cache
   virtual void reset() = 0;               // length 0; capacity kept
   virtual Status truncate(uint32_t length) = 0;  // keep the first `length` positions
-  // A pooled, empty session takes on `length` positions (whole blocks) that already sit in the
-  // shared pool under the block table its next items will carry: a reused prefix.
+  // A pooled, empty session takes on `length` positions that already sit in the shared pool under
+  // the block table its next items will carry: a reused prefix (whole blocks adopted, and maybe
+  // the first rows of the next one, copied).
   virtual Status adopt_prefix(uint32_t length) = 0;
   // Whether the session addresses the model's shared pool (its items must carry a block table)
   // rather than a private store of its own.
@@ -68,6 +69,10 @@ class BackendModel {
   virtual Status create_kv_pool(uint32_t blocks) = 0;
   // A session of up to `capacity` positions that addresses the shared pool.
   virtual Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) = 0;
+  // Copies the first `rows` positions (1..32) of pool block `from`, every layer's K and V, into
+  // block `to` (a block no session reads or writes meanwhile): the copy-on-write of a shared
+  // block whose beginning a new sequence shares, which then goes on in its own block.
+  virtual Status copy_pool_rows(uint32_t from, uint32_t to, uint32_t rows) = 0;
   // Evaluates every item; an invalid item fails the call before any session changes.
   virtual Status eval(std::span<EvalItem> items) = 0;
   // Bytes of weights the backend copied into memory of its own (0 when it reads the mapping).

@@ -1,5 +1,6 @@
 #include "backend/host_session.h"
 
+#include <cstring>
 #include <new>
 
 namespace kipp {
@@ -26,6 +27,17 @@ Status HostSessions::create_pool(uint32_t blocks) {
   if (pool_) return fail("the model already has a KV pool of ", pool_->blocks(), " blocks");
   if (blocks == 0) return fail("a KV pool needs at least one block");
   KIPP_ASSIGN(pool_, allocate_store(checkpoint_, blocks));
+  return {};
+}
+
+Status HostSessions::copy_pool_rows(uint32_t from, uint32_t to, uint32_t rows) {
+  if (!pool_) return fail("create_kv_pool first: the model has no shared KV pool");
+  KIPP_TRY(check_pool_copy(pool_->blocks(), from, to, rows));
+  const size_t bytes = size_t(rows) * pool_->kv_width() * sizeof(uint16_t);
+  for (uint32_t layer = 0; layer < checkpoint_.layers; ++layer) {
+    std::memcpy(pool_->k_row(layer, to, 0), pool_->k_row(layer, from, 0), bytes);
+    std::memcpy(pool_->v_row(layer, to, 0), pool_->v_row(layer, from, 0), bytes);
+  }
   return {};
 }
 

@@ -33,6 +33,7 @@ class HostSessions {
   Result<std::unique_ptr<BackendSession>> create(uint32_t capacity);
   Status create_pool(uint32_t blocks);
   Result<std::unique_ptr<BackendSession>> create_pooled(uint32_t capacity);
+  Status copy_pool_rows(uint32_t from, uint32_t to, uint32_t rows);
   uint32_t live() const { return uint32_t(token_.use_count() - 1); }
 
  private:
@@ -52,6 +53,9 @@ class HostBackendModel : public BackendModel {
   Status create_kv_pool(uint32_t blocks) override { return sessions_.create_pool(blocks); }
   Result<std::unique_ptr<BackendSession>> create_pooled_session(uint32_t capacity) override {
     return sessions_.create_pooled(capacity);
+  }
+  Status copy_pool_rows(uint32_t from, uint32_t to, uint32_t rows) override {
+    return sessions_.copy_pool_rows(from, to, rows);
   }
   uint32_t live_sessions() const override { return sessions_.live(); }
 

@@ -34,5 +34,7 @@ class PositionedSession : public BackendSession {
 
 // A session capacity must be 1..the checkpoint's context.
 Status check_session_capacity(const Checkpoint& checkpoint, uint32_t capacity);
+// The checks every backend's copy_pool_rows makes: both blocks in the pool, distinct, 1..32 rows.
+Status check_pool_copy(uint32_t pool_blocks, uint32_t from, uint32_t to, uint32_t rows);
 
 }  // namespace kipp

@@ -40,11 +40,32 @@ std::vector<uint32_t> KvBlockPool::adopt_prefix(std::span<const uint32_t> tokens
     if (found == by_address_.end()) break;
     Block& block = blocks_[found->second];
     if (!std::equal(block.tokens.begin(), block.tokens.end(), block_tokens.begin(), block_tokens.end())) break;
-    if (block.references++ == 0) cached_.erase(block.lru);
+    take(found->second);
     adopted.push_back(found->second);
   }
   reused_ += adopted.size();
   return adopted;
+}
+
+std::optional<KvBlockPool::RowSource> KvBlockPool::find_rows(uint64_t previous, std::span<const uint32_t> tokens) {
+  std::optional<RowSource> best;
+  const auto [begin, end] = followers_.equal_range(previous);
+  for (auto it = begin; it != end; ++it) {
+    const std::vector<uint32_t>& held = blocks_[it->second].tokens;
+    const uint32_t limit = uint32_t(std::min(held.size(), tokens.size()));
+    uint32_t rows = 0;
+    while (rows < limit && held[rows] == tokens[rows]) ++rows;
+    if (rows > 0 && (!best || rows > best->rows)) best = RowSource{it->second, rows};
+  }
+  if (best) {
+    take(best->block);
+    reused_rows_ += best->rows;
+  }
+  return best;
+}
+
+void KvBlockPool::take(uint32_t block) {
+  if (blocks_[block].references++ == 0 && blocks_[block].published) cached_.erase(blocks_[block].lru);
 }
 
 void KvBlockPool::share(uint32_t block) { ++blocks_[block].references; }
@@ -76,13 +97,27 @@ Result<uint32_t> KvBlockPool::take_reserved() {
   return block;
 }
 
-void KvBlockPool::publish(uint32_t block, uint64_t address, std::span<const uint32_t> tokens) {
+uint64_t KvBlockPool::publish(uint32_t block, uint64_t previous, std::span<const uint32_t> tokens) {
+  const uint64_t address = chain(previous, tokens);
   Block& entry = blocks_[block];
-  if (entry.published || by_address_.count(address)) return;
+  if (entry.published || by_address_.count(address)) return address;
   entry.published = true;
   entry.address = address;
+  entry.previous = previous;
   entry.tokens.assign(tokens.begin(), tokens.end());
   by_address_.emplace(address, block);
+  followers_.emplace(previous, block);
+  return address;
+}
+
+void KvBlockPool::publish_tail(uint32_t block, uint64_t previous, std::span<const uint32_t> tokens) {
+  Block& entry = blocks_[block];
+  if (entry.published || tokens.empty() || tokens.size() >= kKvBlockTokens) return;
+  entry.published = true;
+  entry.address = 0;
+  entry.previous = previous;
+  entry.tokens.assign(tokens.begin(), tokens.end());
+  followers_.emplace(previous, block);
 }
 
 void KvBlockPool::release(uint32_t block) {
@@ -98,7 +133,13 @@ void KvBlockPool::release(uint32_t block) {
 
 void KvBlockPool::unpublish(uint32_t block) {
   Block& entry = blocks_[block];
-  by_address_.erase(entry.address);
+  if (entry.tokens.size() == kKvBlockTokens) by_address_.erase(entry.address);
+  const auto [begin, end] = followers_.equal_range(entry.previous);
+  for (auto it = begin; it != end; ++it)
+    if (it->second == block) {
+      followers_.erase(it);
+      break;
+    }
   entry.published = false;
   entry.tokens.clear();
 }
@@ -110,6 +151,7 @@ KvPoolStats KvBlockPool::stats() const {
   stats.free = uint32_t(unused_.size()) + stats.cached;
   stats.reserved = reserved_;
   stats.reused = reused_;
+  stats.reused_rows = reused_rows_;
   stats.evicted = evicted_;
   return stats;
 }

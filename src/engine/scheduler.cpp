@@ -218,17 +218,26 @@ bool Scheduler::try_admit(Request& request) {
   // At least one prompt token is evaluated, for the logits of the first sampled token.
   const uint32_t prefix_blocks = (prompt - 1) / kKvBlockTokens;
   std::vector<uint32_t> adopted = pool_.adopt_prefix(spec.prompt, prefix_blocks);
+  uint64_t address = 0;
+  for (uint32_t b = 0; b < adopted.size(); ++b)
+    address = KvBlockPool::chain(address, std::span(spec.prompt).subspan(b * kKvBlockTokens, kKvBlockTokens));
+  // The prompt's next tokens, up to the last (always evaluated) and within the next block, may
+  // start a published block: their rows are copied rather than evaluated.
+  const uint32_t after = uint32_t(adopted.size()) * kKvBlockTokens;
+  const auto next = std::span(spec.prompt).subspan(after, std::min(kKvBlockTokens, prompt - 1 - after));
+  const std::optional<KvBlockPool::RowSource> rows = pool_.find_rows(address, next);
   const uint32_t shared = spec.n > 1 ? prefix_blocks : 0;
   const uint32_t needed = (blocks - uint32_t(adopted.size())) + (spec.n - 1) * (blocks - shared);
   if (!pool_.can_reserve(needed)) {
     for (uint32_t block : adopted) pool_.release(block);
+    if (rows) pool_.release(rows->block);
     return false;
   }
   pool_.reserve(needed);
   request.admitted = Clock::now();
   request.shared_blocks = shared;
   request.report.queue_seconds = seconds_between(request.submitted, request.admitted);
-  request.report.cached_tokens = uint32_t(adopted.size()) * kKvBlockTokens;
+  request.report.cached_tokens = after + (rows ? rows->rows : 0);
   {
     std::lock_guard lock(mutex_);
     stats_.queue_seconds.observe(request.report.queue_seconds);
@@ -249,8 +258,20 @@ bool Scheduler::try_admit(Request& request) {
   Sequence& first = *request.sequences[0];
   first.blocks = std::move(adopted);
   first.published = uint32_t(first.blocks.size());
-  for (uint32_t b = 0; b < first.published; ++b)
-    first.address = KvBlockPool::chain(first.address, std::span(spec.prompt).subspan(b * kKvBlockTokens, kKvBlockTokens));
+  first.address = address;
+  if (rows) {  // copied into the first block the sequence writes, then the source let go
+    auto target = pool_.take_reserved();
+    const Status copied = target ? model_.copy_pool_rows(rows->block, *target, rows->rows) : Status(target.error());
+    pool_.release(rows->block);
+    if (target) {
+      first.blocks.push_back(*target);
+      --first.reservation;
+    }
+    if (!copied) {
+      fail_request(request, copied.error().message);
+      return true;  // admitted, and already finished
+    }
+  }
 
   std::shared_ptr<grammar::TokenMasks> masks;
   if (spec.grammar) {
@@ -281,7 +302,7 @@ bool Scheduler::try_admit(Request& request) {
     sequence->session = std::move(session).value();
     sequence->output.emplace(tokenizer_, spec.stop);
   }
-  const uint32_t adopted_positions = first.published * kKvBlockTokens;
+  const uint32_t adopted_positions = request.report.cached_tokens;
   if (auto adopted_ok = first.session->adopt_prefix(adopted_positions); !adopted_ok) {
     fail_request(request, adopted_ok.error().message);
     return true;
@@ -449,17 +470,21 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
 void Scheduler::publish_full_blocks(Sequence& sequence) {
   while ((sequence.published + 1) * kKvBlockTokens <= sequence.evaluated) {
     const auto block_tokens = std::span(sequence.tokens).subspan(sequence.published * kKvBlockTokens, kKvBlockTokens);
-    sequence.address = KvBlockPool::chain(sequence.address, block_tokens);
-    pool_.publish(sequence.blocks[sequence.published], sequence.address, block_tokens);
+    sequence.address = pool_.publish(sequence.blocks[sequence.published], sequence.address, block_tokens);
     ++sequence.published;
   }
 }
 
 // Ends a sequence without touching its output: the caller has sent its last update (a cancelled
-// or failed sequence gets none). Its blocks go back to the pool, published ones stay cached.
+// or failed sequence gets none). Its blocks go back to the pool, published ones stay cached, and
+// its partly filled last block is published as a tail for a later prompt that goes on the same way.
 void Scheduler::finish_sequence(Sequence& sequence) {
   if (sequence.state == Sequence::State::done) return;
   sequence.state = Sequence::State::done;
+  const uint32_t tail = sequence.evaluated - sequence.published * kKvBlockTokens;
+  if (tail > 0 && tail < kKvBlockTokens && sequence.published < sequence.blocks.size())
+    pool_.publish_tail(sequence.blocks[sequence.published], sequence.address,
+                       std::span(sequence.tokens).subspan(sequence.published * kKvBlockTokens, tail));
   for (uint32_t block : sequence.blocks) pool_.release(block);
   sequence.blocks.clear();
   pool_.unreserve(sequence.reservation);

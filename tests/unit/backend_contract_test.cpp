@@ -208,6 +208,18 @@ TEST_P(BackendContract, PooledSessionsShareOneStoreThroughTheirTables) {
   ASSERT_TRUE(pc.value()->adopt_prefix(64).ok());
   EXPECT_EQ(pc.value()->length(), 64u);
   expect_same_rows(eval(*pc.value(), std::span(a).subspan(64), 4, table_c), expect_a, "a's prefix adopted");
+  // A fourth adopts a's first block and copies the first 20 rows of its second (physical 2) into
+  // block 6 of its own, then goes on in c's blocks (c is done with them).
+  ASSERT_TRUE(backend_->copy_pool_rows(2, 6, 20).ok());
+  auto pe = backend_->create_pooled_session(128);
+  ASSERT_TRUE(pe.ok());
+  ASSERT_TRUE(pe.value()->adopt_prefix(52).ok());
+  const std::vector<uint32_t> table_e = {7, 6, 3, 4};
+  expect_same_rows(eval(*pe.value(), std::span(a).subspan(52), 4, table_e), expect_a, "a's rows copied");
+  EXPECT_FALSE(backend_->copy_pool_rows(2, 2, 5).ok()) << "onto itself";
+  EXPECT_FALSE(backend_->copy_pool_rows(2, 10, 5).ok()) << "outside the pool";
+  EXPECT_FALSE(backend_->copy_pool_rows(2, 6, 0).ok()) << "no rows";
+  EXPECT_FALSE(backend_->copy_pool_rows(2, 6, 33).ok()) << "more than a block";
   // A session writing a block that another item of the same call reads is refused, whole.
   auto pd = backend_->create_pooled_session(128);
   ASSERT_TRUE(pd.ok());
@@ -227,9 +239,9 @@ TEST_P(BackendContract, AdoptingAPrefixIsCheckedAndPooledOnly) {
   ASSERT_TRUE(backend_->create_kv_pool(4).ok());
   auto pooled = backend_->create_pooled_session(64);
   ASSERT_TRUE(pooled.ok());
-  EXPECT_FALSE(pooled.value()->adopt_prefix(33).ok());  // not whole blocks
   EXPECT_FALSE(pooled.value()->adopt_prefix(96).ok());  // beyond capacity
-  ASSERT_TRUE(pooled.value()->adopt_prefix(32).ok());
+  ASSERT_TRUE(pooled.value()->adopt_prefix(33).ok());   // whole blocks and copied rows of the next
+  EXPECT_EQ(pooled.value()->length(), 33u);
   EXPECT_FALSE(pooled.value()->adopt_prefix(32).ok());  // only into an empty session
   auto own = session(64);
   EXPECT_FALSE(own->adopt_prefix(32).ok());

@@ -32,9 +32,9 @@ TEST(KvBlockPool, PublishedPrefixesAreAdoptedByContentAndVerifiedByTokens) {
   std::vector<uint32_t> prompt = block_of(100);
   const std::vector<uint32_t> second = block_of(500);
   prompt.insert(prompt.end(), second.begin(), second.end());
-  const uint64_t first_address = KvBlockPool::chain(0, std::span(prompt).first(32));
-  pool.publish(a, first_address, std::span(prompt).first(32));
-  pool.publish(b, KvBlockPool::chain(first_address, std::span(prompt).subspan(32, 32)), std::span(prompt).subspan(32, 32));
+  const uint64_t first_address = pool.publish(a, 0, std::span(prompt).first(32));
+  EXPECT_EQ(first_address, KvBlockPool::chain(0, std::span(prompt).first(32)));
+  pool.publish(b, first_address, std::span(prompt).subspan(32, 32));
   pool.release(a);
   pool.release(b);
   EXPECT_EQ(pool.stats().cached, 2u);
@@ -59,7 +59,7 @@ TEST(KvBlockPool, CachedBlocksAreEvictedOldestFirstAndOnlyWhenNeeded) {
   for (uint32_t i = 0; i < 3; ++i) {
     held.push_back(pool.take_reserved().value());
     const auto tokens = block_of(1000 * (i + 1));
-    pool.publish(held[i], KvBlockPool::chain(0, tokens), tokens);
+    pool.publish(held[i], 0, tokens);
   }
   EXPECT_FALSE(pool.can_reserve(1)) << "every block is held";
   pool.release(held[1]);
@@ -72,6 +72,50 @@ TEST(KvBlockPool, CachedBlocksAreEvictedOldestFirstAndOnlyWhenNeeded) {
   EXPECT_TRUE(pool.adopt_prefix(block_of(2000), 1).empty()) << "an evicted block is no longer found";
   EXPECT_EQ(pool.adopt_prefix(block_of(1000), 1), (std::vector<uint32_t>{held[0]}));
   EXPECT_FALSE(pool.take_reserved()) << "nothing is reserved any more: a bug, reported as an error";
+}
+
+// Token-granular reuse: after a prefix, the published block (full, or a finished sequence's tail)
+// that begins with the longest run of the prompt's next tokens lends its rows; it is pinned while
+// the caller copies them, and an evicted one is found no more.
+TEST(KvBlockPool, TheBlockThatBeginsLikeThePromptLendsItsFirstRows) {
+  KvBlockPool pool(4);
+  pool.reserve(3);
+  const uint32_t full = pool.take_reserved().value(), tail = pool.take_reserved().value(),
+                 other = pool.take_reserved().value();
+  const std::vector<uint32_t> prefix = block_of(100);
+  const uint64_t after = pool.publish(full, 0, prefix);
+  std::vector<uint32_t> next = block_of(500);
+  pool.publish_tail(tail, after, std::span(next).first(10));    // 500..509, after the prefix
+  pool.publish_tail(other, 0, std::span(next).first(20));       // after nothing: another prefix
+  for (uint32_t block : {full, tail, other}) pool.release(block);
+  EXPECT_EQ(pool.stats().cached, 3u);
+
+  std::vector<uint32_t> prompt = next;
+  prompt[6] = 7;  // the prompt goes on like the tail for 6 tokens
+  auto found = pool.find_rows(after, prompt);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->block, tail);
+  EXPECT_EQ(found->rows, 6u);
+  EXPECT_EQ(pool.stats().cached, 2u) << "pinned while the caller copies";
+  pool.release(tail);
+  EXPECT_EQ(pool.find_rows(after, std::span(next).first(3))->rows, 3u) << "no more than the tokens asked about";
+  pool.release(tail);
+  // A full block lends its first rows too, when the prompt parts from it inside the block.
+  std::vector<uint32_t> parting = prefix;
+  parting[20] = 7;
+  found = pool.find_rows(0, parting);
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->block, full);
+  EXPECT_EQ(found->rows, 20u) << "the full block shares 20, the other tail none";
+  pool.release(full);
+  EXPECT_FALSE(pool.find_rows(after, block_of(9000))) << "no block begins with that token";
+  EXPECT_EQ(pool.stats().reused_rows, 29u);
+
+  // Evicted for new data, a block lends nothing any more.
+  pool.reserve(4);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(pool.take_reserved());
+  EXPECT_FALSE(pool.find_rows(after, next));
+  EXPECT_FALSE(pool.find_rows(0, prefix));
 }
 
 TEST(KvBlockPool, ReservationsCountAgainstFreeBlocks) {
@@ -271,13 +315,38 @@ TEST_F(SchedulerTest, ALaterRequestAdoptsThePublishedPrefixAndAnswersTheSame) {
   for (uint32_t id : random_prompt(rng, 20)) longer.push_back(id);
   CompletionRequest second = greedy(longer, 6);
   const Outcome outcome = submit(second).get();
-  EXPECT_EQ(outcome.report.cached_tokens, 128u) << "the four full blocks of the shared 130 tokens";
+  EXPECT_EQ(outcome.report.cached_tokens, 130u)
+      << "the four full blocks of the shared 130 tokens, and the 2 rows the first request's tail shares";
   EXPECT_EQ(outcome.text[0], alone(second).text);
   const SchedulerStats stats = scheduler_->stats();
-  EXPECT_EQ(stats.prefix_tokens_reused, 128u);
+  EXPECT_EQ(stats.prefix_tokens_reused, 130u);
   EXPECT_GE(stats.pool.reused, 4u);
-  // The identical prompt again adopts all but its last (partial) block's worth.
-  EXPECT_EQ(submit(first).get().report.cached_tokens, 128u);
+  EXPECT_EQ(stats.pool.reused_rows, 2u);
+  // The identical prompt again: all but its last token, which is evaluated for the first logits.
+  EXPECT_EQ(submit(first).get().report.cached_tokens, 129u);
+  expect_pool_idle();
+}
+
+// The next turn of a conversation repeats the last one's prompt and answer: it adopts the full
+// blocks, copies the rows of the last turn's partly filled block, and evaluates only its new
+// tokens, answering exactly as a cold run does.
+TEST_F(SchedulerTest, TheNextTurnEvaluatesOnlyWhatIsNew) {
+  start({.pool_blocks = 64, .max_sequences = 4, .max_waiting = 8, .step_tokens = 512});
+  std::mt19937 rng(9);
+  CompletionRequest turn = greedy(random_prompt(rng, 70), 9);
+  EXPECT_EQ(submit(turn).get().report.cached_tokens, 0u);
+  const Generation answer = alone(turn);
+  ASSERT_EQ(answer.tokens.size(), 9u);
+  // Its KV holds the prompt and all but the last answer token: 70 + 8 = 78 positions, 2 full
+  // blocks and 14 rows of a third.
+  std::vector<uint32_t> next = turn.prompt;
+  next.insert(next.end(), answer.tokens.begin(), answer.tokens.end());
+  for (uint32_t id : random_prompt(rng, 12)) next.push_back(id);
+  CompletionRequest second = greedy(next, 8);
+  const Outcome outcome = submit(second).get();
+  EXPECT_EQ(outcome.report.cached_tokens, 78u);
+  EXPECT_EQ(outcome.text[0], alone(second).text);
+  EXPECT_EQ(scheduler_->stats().pool.reused_rows, 14u);
   expect_pool_idle();
 }
 

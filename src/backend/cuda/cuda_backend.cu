@@ -146,6 +146,23 @@ class Model final : public BackendModel {
     return std::unique_ptr<BackendSession>(new Session(pool_, capacity, true, token_));
   }
 
+  // Each layer's rows are contiguous within a block ([layer][block][slot][kv_width]): one copy
+  // per layer for K and one for V. Evaluation is synchronous, so nothing on the stream is using
+  // either block.
+  Status copy_pool_rows(uint32_t from, uint32_t to, uint32_t rows) override {
+    if (!pool_) return fail("create_kv_pool first: the model has no shared KV pool");
+    KIPP_TRY(check_pool_copy(pool_->blocks, from, to, rows));
+    const size_t row_bytes = size_t(c_.kv_width()) * sizeof(uint16_t), block_bytes = kKvBlockTokens * row_bytes;
+    for (uint32_t layer = 0; layer < c_.layers; ++layer)
+      for (DeviceBuffer* buffer : {&pool_->k, &pool_->v}) {
+        uint8_t* base = buffer->as<uint8_t>() + size_t(layer) * pool_->blocks * block_bytes;
+        KIPP_TRY(check(cudaMemcpy(base + to * block_bytes, base + from * block_bytes, rows * row_bytes,
+                                  cudaMemcpyDeviceToDevice),
+                       "copying KV rows"));
+      }
+    return {};
+  }
+
   Status eval(std::span<EvalItem> items) override {
     KIPP_TRY(checker_.check(items));
     const BatchLayout batch = layout_batch(items, c_.vocab());
