@@ -9,6 +9,7 @@ rounds) and Kipp's ratio to the best anchor of each figure.
     python3 bench/cpu_anchors.py --kipp build/src/kipp \\
         --anchor llama.cpp=/path/llama.cpp/build/bin/llama-bench \\
         --anchor ik_llama.cpp=/path/ik_llama.cpp/build/bin/llama-bench \\
+        --anchor "ik_llama.cpp -rtr=/path/ik_llama.cpp/build/bin/llama-bench -rtr 1" \\
         --threads 2 --rounds 3 [--depth 4096] FILE.gguf [FILE.gguf:--int8-activations ...]
 
 A FILE may carry extra `kipp bench` flags after a colon (they apply to Kipp only). Figures: pp512
@@ -40,7 +41,7 @@ def kipp_figures(args, model, flags, figure):
 
 
 def anchor_figure(name, binary, args, model, figure):
-    command = [binary, "-m", model, "-t", str(args.threads), "-r", "1", "-o", "json"]
+    command = [*binary.split(), "-m", model, "-t", str(args.threads), "-r", "1", "-o", "json"]
     if figure == "pp512":
         command += ["-p", "512", "-n", "0"]
     elif figure == "tg128":
@@ -59,7 +60,8 @@ def anchor_figure(name, binary, args, model, figure):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kipp", required=True)
-    parser.add_argument("--anchor", action="append", default=[], help="NAME=PATH to a llama-bench")
+    parser.add_argument("--anchor", action="append", default=[],
+                        help="NAME=PATH to a llama-bench, optionally followed by its flags (\"ik-rtr=PATH -rtr 1\")")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--depth", type=int, default=0, help="also tg32 after this many cached tokens")
