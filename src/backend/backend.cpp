@@ -13,6 +13,8 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model) {
   return {};
 }
 
+std::string_view kv_format_name(KvFormat format) { return format == KvFormat::q8_0 ? "q8_0" : "bf16"; }
+
 unsigned default_cpu_threads() { return cpu::physical_cores(); }
 
 // The CUDA backend is offered when its code is linked in. -DKIPP_CUDA=ON puts it in libkipp (the
@@ -34,8 +36,13 @@ Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, cons
                                                      const BackendOptions& options) {
   if (name == "cpu") return create_cpu_backend(model, options);
   if (options.int8_activations) return fail("--int8-activations applies to the cpu backend only, not ", name);
-  if (name == "cpu-ref") return create_cpu_ref_backend(model);
-  if (name == "cuda" && cuda_linked()) return create_cuda_backend(model);
+  if (name == "cpu-ref") return create_cpu_ref_backend(model, options.kv_cache);
+  if (name == "cuda" && cuda_linked()) {
+    if (options.kv_cache != KvFormat::bf16)
+      return fail("--kv-cache ", kv_format_name(options.kv_cache),
+                  " is not offered by the cuda backend, whose cache is BF16 (cpu and cpu-ref offer it)");
+    return create_cuda_backend(model);
+  }
   std::string known;
   for (std::string_view n : backend_names()) known += (known.empty() ? "" : ", ") + std::string(n);
   return fail("unknown backend '", name, "' (this build has: ", known, ")");

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/kv_format.h"
 #include "model/model_file.h"
 #include "util/error.h"
 
@@ -24,6 +25,8 @@ namespace kipp {
 inline constexpr uint32_t kKvBlockTokens = 32;
 
 inline uint32_t kv_blocks_for(uint32_t positions) { return (positions + kKvBlockTokens - 1) / kKvBlockTokens; }
+
+std::string_view kv_format_name(KvFormat format);
 
 class BackendSession {
  public:
@@ -99,8 +102,8 @@ class BackendModel {
 // (A model destroyed regardless leaves its sessions safe to inspect, reset and destroy.)
 Status destroy_backend(std::unique_ptr<BackendModel>& model);
 
-// The readable scalar oracle: FP32 activations, sequential FP32 accumulation, BF16 KV.
-Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model);
+// The readable scalar oracle: FP32 activations, sequential FP32 accumulation, KV in `kv_cache`.
+Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model, KvFormat kv_cache = KvFormat::bf16);
 
 
 // The CUDA backend (builds with -DKIPP_CUDA=ON only): weights and KV on the first NVIDIA GPU.
@@ -109,6 +112,7 @@ Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model
 struct BackendOptions {
   unsigned threads = 0;           // CPU threads; 0 = one per physical core
   bool int8_activations = false;  // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
+  KvFormat kv_cache = KvFormat::bf16;  // cpu and cpu-ref; cuda stores BF16 only
 };
 
 // The fast CPU backend: SIMD kernels chosen at load (KIPP_CPU_ISA forces a set) on

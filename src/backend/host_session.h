@@ -28,7 +28,7 @@ class HostSession final : public PositionedSession {
 // pool, and the live-session count.
 class HostSessions {
  public:
-  explicit HostSessions(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  HostSessions(const Checkpoint& checkpoint, KvFormat format) : checkpoint_(checkpoint), format_(format) {}
 
   Result<std::unique_ptr<BackendSession>> create(uint32_t capacity);
   Status create_pool(uint32_t blocks);
@@ -37,8 +37,10 @@ class HostSessions {
   uint32_t live() const { return uint32_t(token_.use_count() - 1); }
 
  private:
+  Result<std::shared_ptr<KvStore>> allocate_store(uint32_t blocks) const;
 
   const Checkpoint& checkpoint_;
+  KvFormat format_;
   std::shared_ptr<KvStore> pool_;
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
 };
@@ -46,7 +48,7 @@ class HostSessions {
 // The part of a CPU backend model that is only session bookkeeping.
 class HostBackendModel : public BackendModel {
  public:
-  explicit HostBackendModel(const Checkpoint& checkpoint) : sessions_(checkpoint) {}
+  HostBackendModel(const Checkpoint& checkpoint, KvFormat format) : sessions_(checkpoint, format) {}
   Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
     return sessions_.create(capacity);
   }

@@ -16,10 +16,14 @@ void BackendFlags::add_to(CLI::App& app) {
   app.add_flag("--int8-activations", int8_activations,
                "cpu backend: Q4_1 (affine4_gs32) products take 8-bit activations, as llama.cpp's do: "
                "faster prefill, slightly further from cpu-ref (docs/ARCHITECTURE.md)");
+  app.add_option("--kv-cache", kv_cache_name,
+                 "how the KV cache stores K and V: bf16 (default) or q8_0 (53% of the bytes per token, "
+                 "slightly further from the BF16 cache: docs/MODELS.md; cpu and cpu-ref)")
+      ->check(CLI::IsMember({"bf16", "q8_0"}));
 }
 
 Result<std::unique_ptr<BackendModel>> BackendFlags::create(const ModelFile& model) const {
-  return create_backend(name, model, {threads, int8_activations});
+  return create_backend(name, model, {threads, int8_activations, kv_cache()});
 }
 
 }  // namespace kipp::cli

@@ -1,4 +1,4 @@
-// The --backend, --threads and --int8-activations flags of the commands that run a model, and
+// The --backend, --threads, --int8-activations and --kv-cache flags of the commands that run a model, and
 // the backend they make.
 #pragma once
 
@@ -20,6 +20,9 @@ struct BackendFlags {
   std::string name = std::string(backend_names()[0]);  // set another default before add_to
   unsigned threads = 0;  // 0: one per physical core
   bool int8_activations = false;
+  std::string kv_cache_name = "bf16";  // --kv-cache: bf16 or q8_0
+
+  KvFormat kv_cache() const { return kv_cache_name == "q8_0" ? KvFormat::q8_0 : KvFormat::bf16; }
 
   void add_to(CLI::App& app);
   Result<std::unique_ptr<BackendModel>> create(const ModelFile& model) const;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "backend/backend.h"
+#include "backend/kv_store.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/memory_bandwidth.h"
@@ -186,7 +187,7 @@ Status run_bench(const BenchArgs& args) {
       batch_decodes[batch].push_back(decode);
     }
   }
-  const uint64_t kv_bytes = uint64_t(kv_blocks_for(capacity)) * kKvBlockTokens * c.kv_bytes_per_token();
+  const uint64_t kv_bytes = uint64_t(kv_blocks_for(capacity)) * kKvBlockTokens * kv_bytes_per_token(c, args.backend.kv_cache());
   const std::optional<BackendModel::DeviceMemory> device = backend->device_memory();
   // A device backend keeps its weights and KV on the device: host memory is all "other".
   const uint64_t anonymous = anonymous_memory_bytes();
@@ -208,7 +209,9 @@ Status run_bench(const BenchArgs& args) {
                           {"depth", args.depth}, {"reps", args.reps}, {"load_seconds", summary_json(loads)},
                           {"prefill_tokens_per_second", summary_json(prefills)},
                           {"decode_tokens_per_second", summary_json(decodes)}, {"peak_rss_bytes", peak},
-                          {"kv_cache_bytes", kv_bytes}, {"copied_weight_bytes", backend->copied_weight_bytes()},
+                          {"kv_cache_bytes", kv_bytes},
+                          {"kv_cache_format", kv_format_name(args.backend.kv_cache())},
+                          {"kv_bytes_per_token", kv_bytes_per_token(c, args.backend.kv_cache())}, {"copied_weight_bytes", backend->copied_weight_bytes()},
                           {"memory_beyond_weights_and_kv_bytes", other_memory},
                           {"weight_bytes_per_token", bytes_per_token}};
     if (!device) {
@@ -245,8 +248,9 @@ Status run_bench(const BenchArgs& args) {
   std::printf("%s       %9.1f MiB (copied %s at load; their mapped pages released)\n",
               device ? "device weights" : "packed weights", double(backend->copied_weight_bytes()) / (1 << 20),
               device ? "to the device" : "and packed");
-  std::printf("KV cache             %9.1f MiB (%u positions%s)\n", double(kv_bytes) / (1 << 20), capacity,
-              device ? ", on the device" : "");
+  std::printf("KV cache             %9.1f MiB (%u positions, %s, %llu bytes per token%s)\n", double(kv_bytes) / (1 << 20),
+              capacity, std::string(kv_format_name(args.backend.kv_cache())).c_str(),
+              (unsigned long long)kv_bytes_per_token(c, args.backend.kv_cache()), device ? ", on the device" : "");
   if (device) {
     std::printf("device memory        %9.1f MiB (the most the backend held: weights, KV, activations)\n",
                 double(device->held_peak_bytes) / (1 << 20));

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/kv_store.h"
 #include "cli/commands.h"
 #include "gguf/gguf_reader.h"
 #include "model/model_file.h"
@@ -54,8 +55,12 @@ void print_model_facts(const ValidatedArtifact& artifact) {
   std::printf("context          %u tokens, rope theta %.0f, %s embeddings\n", c.context, double(c.rope_theta),
               c.tied ? "tied" : "untied");
   std::printf("parameters       %llu\n", (unsigned long long)c.parameter_count());
-  std::printf("KV bytes/token   %llu (BF16 K and V, all layers); %.1f MiB at full context\n",
-              (unsigned long long)c.kv_bytes_per_token(), double(c.kv_bytes_per_token()) * c.context / (1 << 20));
+  for (const KvFormat format : {KvFormat::bf16, KvFormat::q8_0}) {
+    const uint64_t bytes = kv_bytes_per_token(c, format);
+    std::printf("KV bytes/token   %llu (%s K and V, all layers%s); %.1f MiB at full context\n", (unsigned long long)bytes,
+                format == KvFormat::bf16 ? "BF16" : "Q8_0", format == KvFormat::bf16 ? "" : ", --kv-cache q8_0",
+                double(bytes) * c.context / (1 << 20));
+  }
   std::printf("tokenizer        %zu tokens, %zu merges, eos %u, chat template %s\n", artifact.tokenizer.tokens.size(),
               artifact.tokenizer.merges.size(), artifact.tokenizer.eos_id,
               artifact.tokenizer.chat_template.empty() ? "absent" : "present");

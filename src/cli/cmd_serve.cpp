@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backend/kv_store.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "engine/scheduler.h"
@@ -54,8 +55,8 @@ struct LoadedModel {
   std::unique_ptr<server::ApiServer> api;
 };
 
-uint32_t pool_blocks_for(const Checkpoint& c, uint32_t mib) {
-  const uint64_t block_bytes = c.kv_bytes_per_token() * kKvBlockTokens;
+uint32_t pool_blocks_for(const Checkpoint& c, KvFormat format, uint32_t mib) {
+  const uint64_t block_bytes = kv_bytes_per_token(c, format) * kKvBlockTokens;
   const uint64_t context_blocks = kv_blocks_for(c.context);
   if (mib > 0) return uint32_t(std::max<uint64_t>(1, (uint64_t(mib) << 20) / block_bytes));
   return uint32_t(std::min<uint64_t>(context_blocks, std::max<uint64_t>(1, (uint64_t(4096) << 20) / block_bytes)));
@@ -69,7 +70,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   KIPP_ASSIGN(loaded.backend, args.backend.create(*loaded.file));
   const Checkpoint& c = loaded.file->checkpoint();
   SchedulerOptions options;
-  options.pool_blocks = pool_blocks_for(c, args.kv_pool_mib);
+  options.pool_blocks = pool_blocks_for(c, args.backend.kv_cache(), args.kv_pool_mib);
   options.max_sequences = args.max_batch;
   options.max_waiting = args.max_waiting;
   options.step_tokens = args.step_tokens;
@@ -92,7 +93,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   loaded.api = std::make_unique<server::ApiServer>(config, *loaded.tokenizer, *loaded.scheduler);
   std::fprintf(stderr, "kipp serve: %s on %s, KV pool %u blocks (%.0f MiB), up to %u sequences per step\n",
                std::string(c.id).c_str(), loaded.backend->describe().c_str(), options.pool_blocks,
-               double(options.pool_blocks) * c.kv_bytes_per_token() * kKvBlockTokens / (1 << 20), options.max_sequences);
+               double(options.pool_blocks) * kv_bytes_per_token(c, args.backend.kv_cache()) * kKvBlockTokens / (1 << 20), options.max_sequences);
   return loaded;
 }
 

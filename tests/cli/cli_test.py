@@ -52,6 +52,7 @@ class Inspect(unittest.TestCase):
         self.assertIn("verdict          OK: a valid kipp-test/qwen3-tiny artifact", run.stdout)
         self.assertIn("quant scheme     q8_0", run.stdout)
         self.assertIn("KV bytes/token   8192", run.stdout)  # 2 layers x K,V x 8 heads x 128 x 2 bytes
+        self.assertIn("KV bytes/token   4352 (Q8_0", run.stdout)  # 2 x 2 x 32 blocks x 34 bytes
         self.assertIn("blk.1.ffn_down.weight", run.stdout)
         self.assertIn("24 tensors", run.stdout)  # 2 + 11 * 2, tied
 
@@ -154,6 +155,24 @@ class Bench(unittest.TestCase):
         self.assertGreater(report["read_bandwidth_gb_per_s"], 0)
         self.assertAlmostEqual(report["decode_roofline_tokens_per_second"],
                                report["read_bandwidth_gb_per_s"] * 1e9 / expected, delta=1e-6)
+
+    def test_q8_0_kv_cache_is_reported_and_takes_its_bytes(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        run = kipp("bench", "--model", model, "-p", "8", "-n", "2", "--reps", "1", "--kv-cache", "q8_0", "--json")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        report = json.loads(run.stdout)
+        self.assertIn("q8_0 KV cache", report["backend"])
+        self.assertEqual(report["kv_cache_format"], "q8_0")
+        self.assertEqual(report["kv_bytes_per_token"], 2 * 2 * 32 * 34)
+        self.assertEqual(report["kv_cache_bytes"], 32 * 2 * 2 * 32 * 34)  # 10 positions: one block
+
+    def test_an_unknown_kv_cache_format_is_refused(self):
+        model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")
+        run = kipp("bench", "--model", model, "--kv-cache", "q4_0")
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("--kv-cache", run.stderr)
+        run = kipp("generate", "--model", model, "--prompt", "x", "--backend", "cuda", "--kv-cache", "q8_0")
+        self.assertNotEqual(run.returncode, 0)
 
     def test_refuses_more_than_the_context(self):
         model = os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf")

@@ -31,6 +31,17 @@ TEST(CudaEmulated, WeightsThatDoNotFitAreAClearError) {
   EXPECT_TRUE(create_backend("cuda", **file).ok()) << "a failed load leaves nothing behind";
 }
 
+// The cuda cache is BF16 only: --kv-cache q8_0 is refused at creation, by name, not ignored.
+TEST(CudaEmulated, TheQ8_0KvCacheIsRefusedByName) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  BackendOptions options;
+  options.kv_cache = KvFormat::q8_0;
+  auto cuda = create_backend("cuda", **file, options);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(cuda.error().message.find("--kv-cache q8_0"), std::string::npos) << cuda.error().message;
+}
+
 // Decode steps replay a graph captured per batch size; the logits are the kernels' own, bitwise.
 TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
   auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");

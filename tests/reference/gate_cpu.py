@@ -5,7 +5,8 @@ every kernel set named, each reference computed once.
     gate_cpu.py --kipp KIPP --models DIR --model qwen3-tiny --sets detected,portable[,avx2] --work DIR
 
 Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; compare_logits.py):
-  bf16                   40 ids: argmax equal and NMSE <= 1e-4.
+  bf16                   40 ids: argmax equal and NMSE <= 1e-4; the same with --kv-cache q8_0 on
+                         both sides (the cache's rounding is the same on both, so the bound is too).
   q8_0, affine4_gs32, and each with a Q8_0 head (SCHEME.head-q8_0), 200 ids: NMSE at most a tenth
                          of the artifact's own error, measured here (the median row NMSE of its
                          cpu-ref logits against the BF16 artifact's), and argmax agreement >= 99%.
@@ -77,6 +78,11 @@ def main():
         reference = logits("bf16", "cpu-ref", exact, work("reference.f32"))
         for isa in sets:
             check(f"{isa} bf16", logits("bf16", "cpu", exact, work("test.f32"), isa), reference, 1e-4, 1.0)
+        q8_cache = ["--kv-cache", "q8_0"]
+        reference = logits("bf16", "cpu-ref", exact, work("reference.f32"), flags=q8_cache)
+        for isa in sets:
+            check(f"{isa} bf16 kv-q8_0", logits("bf16", "cpu", exact, work("test.f32"), isa, q8_cache), reference,
+                  1e-4, 1.0)
 
         ids = prompt(200)
         bf16 = load(logits("bf16", "cpu-ref", ids, work("bf16.f32")))

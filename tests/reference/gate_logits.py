@@ -21,6 +21,8 @@ parser.add_argument("--backend", default="cpu-ref")
 parser.add_argument("--oracle-source", help="HF source directory for the NumPy oracle")
 parser.add_argument("--reference-model", help="a Kipp artifact evaluated as the reference")
 parser.add_argument("--reference-backend", default="cpu-ref")
+parser.add_argument("--kv-cache", default="bf16", help="the KV cache of both sides (kipp and the oracle)")
+parser.add_argument("--reference-kv-cache", help="the reference's KV cache when it differs (a Kipp reference)")
 parser.add_argument("--length", type=int, required=True)
 parser.add_argument("--seed", type=int, default=1)
 parser.add_argument("--max-nmse", required=True)
@@ -35,20 +37,21 @@ rng = random.Random(args.seed * 1000 + args.length)
 ids = ",".join(str(rng.randrange(151643)) for _ in range(args.length))
 
 
-def kipp_logits(model, backend, out):
+def kipp_logits(model, backend, kv_cache, out):
     subprocess.run([args.kipp, "logits", "--model", model, "--ids", ids, "--all-positions", "--backend", backend,
-                    "--out", out], check=True)
+                    "--kv-cache", kv_cache, "--out", out], check=True)
 
 
 test_out = os.path.join(args.work, "test.f32")
 reference_out = os.path.join(args.work, "reference.f32")
 try:
-    kipp_logits(args.model, args.backend, test_out)
+    kipp_logits(args.model, args.backend, args.kv_cache, test_out)
     if args.oracle_source:
         subprocess.run([sys.executable, os.path.join(HERE, "qwen3_reference.py"), "--source", args.oracle_source,
-                        "--ids", ids, "--out", reference_out], check=True)
+                        "--ids", ids, "--kv-cache", args.kv_cache, "--out", reference_out], check=True)
     else:
-        kipp_logits(args.reference_model, args.reference_backend, reference_out)
+        kipp_logits(args.reference_model, args.reference_backend, args.reference_kv_cache or args.kv_cache,
+                    reference_out)
     result = subprocess.run([sys.executable, os.path.join(HERE, "compare_logits.py"), test_out, reference_out,
                              "--vocab", "151936", "--max-nmse", args.max_nmse,
                              "--min-argmax-agreement", args.min_argmax_agreement])

@@ -6,9 +6,10 @@ file or sharded via model.safetensors.index.json), runs the forward pass in floa
 every prompt position and writes raw little-endian float32 logits, row-major
 [rows][vocab_size].  K (after q/k-norm and RoPE) and V are rounded to BF16 (round to
 nearest, ties to even) before attention, as Kipp's KV cache stores them (DESIGN.md,
-"Numerical contracts").
+"Numerical contracts"); with --kv-cache q8_0 they are rounded as Kipp's Q8_0 cache stores them
+instead (each 32-value run against the FP16-rounded scale of its largest magnitude).
 
-    qwen3_reference.py --source DIR --ids 1,2,3 --out FILE.f32 [--last N] [--verbose]
+    qwen3_reference.py --source DIR --ids 1,2,3 --out FILE.f32 [--last N] [--kv-cache q8_0] [--verbose]
     qwen3_reference.py --source DIR --self-check
 
 Stdlib + NumPy only.  Weights are kept in float32 (exact for BF16); all arithmetic is
@@ -98,6 +99,26 @@ def round_bf16(x):
     return r.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
+def round_q8_0(x):
+    """Round to Q8_0 blocks along the last axis (a multiple of 32), returned as float64.
+
+    Per block of 32 float32 values: scale = FP16(max |x| / 127), q = x * (1 / scale) rounded
+    to nearest (ties to even) and clamped to [-127, 127], value = scale * q: the rule Kipp's
+    weight and KV quantizer follows, in float32 steps.
+    """
+    x = np.asarray(x, dtype=np.float32)
+    blocks = x.reshape(*x.shape[:-1], x.shape[-1] // 32, 32)
+    amax = np.max(np.abs(blocks), axis=-1, keepdims=True)
+    scale = (amax / np.float32(127)).astype(np.float16).astype(np.float32)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(scale != 0, np.float32(1) / scale, np.float32(0)).astype(np.float32)
+    q = np.clip(np.rint(blocks * inverse), -127, 127).astype(np.float32)
+    return (scale * q).reshape(x.shape).astype(np.float64)
+
+
+KV_ROUNDING = {"bf16": round_bf16, "q8_0": round_q8_0}
+
+
 def rms_norm(x, w, eps):
     """RMSNorm over the last axis: x / sqrt(mean(x^2) + eps) * w."""
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
@@ -127,7 +148,8 @@ def linear(x, w):
 # ----------------------------------------------------------------------------- model
 
 class Qwen3Reference:
-    def __init__(self, source):
+    def __init__(self, source, kv_cache="bf16"):
+        self.round_kv = KV_ROUNDING[kv_cache]
         with open(os.path.join(source, "config.json")) as f:
             cfg = json.load(f)
         self.cfg = cfg
@@ -184,8 +206,8 @@ class Qwen3Reference:
         q = rms_norm(q, L["q_norm"].astype(np.float64), self.eps)
         k = rms_norm(k, L["k_norm"].astype(np.float64), self.eps)
         q = rope(q, pos, self.theta)
-        k = round_bf16(rope(k, pos, self.theta))  # the KV cache stores BF16
-        v = round_bf16(v)
+        k = self.round_kv(rope(k, pos, self.theta))  # as the KV cache stores them
+        v = self.round_kv(v)
         group = H // KV
         mask = np.triu(np.ones((T, T), dtype=bool), k=1)  # True above the diagonal: future
         out = np.empty((T, H, D))
@@ -243,6 +265,12 @@ def self_check(model, rng):
     want = np.array([1.0, 1.0, 1 + 2**-6, 1 + 2**-7, -(1 + 2**-6), 2.0, 0.0])
     report("bf16-rounding", np.array_equal(round_bf16(x), want))
 
+    # Q8_0 rounding: the largest magnitude maps to 127 exactly, ties go to even, a zero block stays zero.
+    block = np.zeros(64)
+    block[:4] = [127.0, 2.5, -3.5, 0.5]
+    q = round_q8_0(block)
+    report("q8_0-rounding", np.array_equal(q[:4], [127.0, 2.0, -4.0, 0.0]) and not q[32:].any())
+
     # RoPE at position 0 is the identity and preserves norms elsewhere.
     v = rng.standard_normal((3, 2, model.head_dim))
     r = rope(v, np.array([0, 5, 1000]), model.theta)
@@ -281,12 +309,14 @@ def main(argv=None):
     ap.add_argument("--intermediates", metavar="PREFIX",
                     help="also write PREFIX.layer0.f32 (hidden after layer 0) and "
                          "PREFIX.final_norm.f32 (after the final norm), float32 [T][hidden]")
+    ap.add_argument("--kv-cache", choices=sorted(KV_ROUNDING), default="bf16",
+                    help="how K and V are rounded before attention, as Kipp's --kv-cache")
     ap.add_argument("--verbose", action="store_true", help="print the argmax of every row to stderr")
     ap.add_argument("--self-check", action="store_true", help="run internal consistency checks")
     args = ap.parse_args(argv)
 
     t0 = time.time()
-    model = Qwen3Reference(args.source)
+    model = Qwen3Reference(args.source, args.kv_cache)
     if args.self_check:
         ok = self_check(model, np.random.default_rng(1234))
         print(f"self-check {'passed' if ok else 'FAILED'} ({time.time() - t0:.1f}s)", file=sys.stderr)

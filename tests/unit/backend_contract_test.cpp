@@ -20,9 +20,12 @@ namespace {
 struct Case {
   std::string backend;
   std::string model;
+  KvFormat kv_cache = KvFormat::bf16;
 };
 
-void PrintTo(const Case& c, std::ostream* out) { *out << c.backend << " " << c.model; }
+void PrintTo(const Case& c, std::ostream* out) {
+  *out << c.backend << " " << c.model << " kv " << kv_format_name(c.kv_cache);
+}
 
 using testing::argmax;
 using testing::nmse;
@@ -35,7 +38,9 @@ class BackendContract : public ::testing::TestWithParam<Case> {
     auto file = ModelFile::open(testing::test_models_dir() + "/" + GetParam().model + ".bf16.gguf");
     ASSERT_TRUE(file.ok()) << file.error().message;
     file_ = std::move(file).value();
-    auto backend = create_backend(GetParam().backend, *file_);
+    BackendOptions options;
+    options.kv_cache = GetParam().kv_cache;
+    auto backend = create_backend(GetParam().backend, *file_, options);
     ASSERT_TRUE(backend.ok()) << backend.error().message;
     backend_ = std::move(backend).value();
     vocab_ = file_->checkpoint().vocab();
@@ -369,16 +374,23 @@ TEST_P(BackendContract, SessionsOutliveADestroyedModelSafely) {
   EXPECT_EQ(pooled.value()->store_blocks(), 4u);
 }
 
+// Every backend with the BF16 cache; the backends that offer it with the Q8_0 cache as well, so
+// paging through scrambled tables, pooled sharing and cached decode against recomputation are
+// re-stated for it.
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (std::string_view backend : backend_names())
-    for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) all.push_back({std::string(backend), model});
+    for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) {
+      all.push_back({std::string(backend), model});
+      if (backend != "cuda") all.push_back({std::string(backend), model, KvFormat::q8_0});
+    }
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
-                           std::string name = param_info.param.backend + "_" + param_info.param.model;
+                           std::string name = param_info.param.backend + "_" + param_info.param.model +
+                                              (param_info.param.kv_cache == KvFormat::q8_0 ? "_kv_q8_0" : "");
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

@@ -137,9 +137,9 @@ std::vector<std::vector<uint16_t>> bf16_rows(int rows, int width, F value) {
   return out;
 }
 
-std::vector<const uint16_t*> pointers(const std::vector<std::vector<uint16_t>>& rows) {
-  std::vector<const uint16_t*> out;
-  for (const auto& r : rows) out.push_back(r.data());
+std::vector<const std::byte*> pointers(const std::vector<std::vector<uint16_t>>& rows) {
+  std::vector<const std::byte*> out;
+  for (const auto& r : rows) out.push_back(reinterpret_cast<const std::byte*>(r.data()));
   return out;
 }
 
@@ -150,13 +150,13 @@ TEST(CpuRefOps, AttentionWeighsValuesBySoftmaxOfScaledScores) {
   const auto values = bf16_rows(2, 4, [](int r, int c) { return c == r ? 1.0f : 0.0f; });
   const auto k = pointers(keys), v = pointers(values);
   float scores[2], out[4];
-  attend_gqa(q, 1, 1, 4, k, v, scores, out);
+  attend_gqa(q, 1, 1, 4, KvFormat::bf16, k, v, scores, out);
   const double e = std::exp(1.0);
   EXPECT_NEAR(out[0], 1 / (1 + e), 1e-7);
   EXPECT_NEAR(out[1], e / (1 + e), 1e-7);
   EXPECT_EQ(out[2], 0.0f);
   // Causal: with only the first position visible, its value comes through whole.
-  attend_gqa(q, 1, 1, 4, std::span(k).first(1), std::span(v).first(1), scores, out);
+  attend_gqa(q, 1, 1, 4, KvFormat::bf16, std::span(k).first(1), std::span(v).first(1), scores, out);
   EXPECT_EQ(out[0], 1.0f);
   EXPECT_EQ(out[1], 0.0f);
 }
@@ -172,7 +172,7 @@ TEST(CpuRefOps, GroupedQueryHeadsReadTheirKvHead) {
     const auto k = pointers(keys), v = pointers(values);
     float scores[3];
     std::vector<float> out(8 * dim);
-    attend_gqa(q.data(), 8, kv_heads, dim, k, v, scores, out.data());
+    attend_gqa(q.data(), 8, kv_heads, dim, KvFormat::bf16, k, v, scores, out.data());
     for (uint32_t h = 0; h < 8; ++h)
       EXPECT_FLOAT_EQ(out[h * dim + 2], float(10 * (h / group) + 1)) << "group " << group << " head " << h;
   }

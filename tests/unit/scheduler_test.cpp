@@ -175,8 +175,16 @@ class SchedulerTest : public ::testing::Test {
     reference_ = std::move(*reference);
   }
 
-  void start(SchedulerOptions options) {
-    auto backend = create_backend("cpu", *tiny_.file, {2});
+  // The scheduler over a fresh backend; with another KV cache format, the reference takes it too.
+  void start(SchedulerOptions options, KvFormat kv_cache = KvFormat::bf16) {
+    BackendOptions backend_options{2};
+    backend_options.kv_cache = kv_cache;
+    if (kv_cache != KvFormat::bf16) {
+      auto reference = create_backend("cpu", *tiny_.file, backend_options);
+      ASSERT_TRUE(reference) << reference.error().message;
+      reference_ = std::move(*reference);
+    }
+    auto backend = create_backend("cpu", *tiny_.file, backend_options);
     ASSERT_TRUE(backend) << backend.error().message;
     backend_ = std::move(*backend);
     auto scheduler = Scheduler::create(*backend_, *tiny_.tokenizer, tiny_.stop_ids, tiny_.file->checkpoint().context, options);
@@ -347,6 +355,31 @@ TEST_F(SchedulerTest, TheNextTurnEvaluatesOnlyWhatIsNew) {
   EXPECT_EQ(outcome.report.cached_tokens, 78u);
   EXPECT_EQ(outcome.text[0], alone(second).text);
   EXPECT_EQ(scheduler_->stats().pool.reused_rows, 14u);
+  expect_pool_idle();
+}
+
+// The Q8_0 cache through the scheduler: concurrent requests sharing a prefix (adopted blocks, the
+// copied first rows of a tail) each answer as the same request alone on a private Q8_0 session.
+TEST_F(SchedulerTest, WithTheQ8_0CacheSharedAndConcurrentRequestsEachEqualTheRequestAlone) {
+  start({.pool_blocks = 128, .max_sequences = 8, .max_waiting = 16, .step_tokens = 64}, KvFormat::q8_0);
+  std::mt19937 rng(11);
+  const std::vector<uint32_t> shared = random_prompt(rng, 75);
+  CompletionRequest first = greedy(shared, 5);
+  EXPECT_EQ(submit(first).get().text[0], alone(first).text);
+  std::vector<CompletionRequest> requests;
+  std::vector<std::future<Outcome>> outcomes;
+  for (uint32_t i = 0; i < 6; ++i) {
+    std::vector<uint32_t> prompt = shared;
+    for (uint32_t id : random_prompt(rng, 1 + rng() % 40)) prompt.push_back(id);
+    requests.push_back(greedy(prompt, 4 + rng() % 8));
+    outcomes.push_back(submit(requests.back()));
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome outcome = outcomes[i].get();
+    EXPECT_EQ(outcome.text[0], alone(requests[i]).text) << "request " << i;
+    EXPECT_GE(outcome.report.cached_tokens, 64u) << "request " << i;
+  }
+  EXPECT_GT(scheduler_->stats().pool.reused_rows, 0u) << "a tail's first rows were copied";
   expect_pool_idle();
 }
 

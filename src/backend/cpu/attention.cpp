@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/kv_store.h"
+
 namespace kipp::cpu {
 namespace {
 
@@ -17,8 +19,9 @@ uint32_t chunks_of(const AttentionQuery& query) { return (query.positions + kAtt
 
 }  // namespace
 
-AttentionRunner::AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels)
-    : c_(checkpoint), pool_(pool), k_(kernels),
+AttentionRunner::AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels,
+                                 KvFormat kv_format)
+    : c_(checkpoint), pool_(pool), k_(kernels), kv_format_(kv_format), row_bytes_(kv_row_bytes(kv_format, checkpoint.kv_width())),
       capacity_(std::max(kMinPartials, (checkpoint.context + kAttentionChunk - 1) / kAttentionChunk)),
       partial_floats_(size_t(checkpoint.q_heads) * (checkpoint.head_dim() + 2)),
       partials_(capacity_ * partial_floats_), scores_(size_t(pool.size()) * 32 * checkpoint.q_heads) {
@@ -78,10 +81,11 @@ void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
                          (slice + 1) * kv_heads / slices,
                          group,
                          dim,
-                         c_.kv_width(),
+                         kv_format_,
                          qr.k_layer,
                          qr.v_layer,
-                         size_t(kKvBlockTokens) * c_.kv_width(),
+                         row_bytes_,
+                         kKvBlockTokens * row_bytes_,
                          qr.table,
                          begin,
                          end,
@@ -89,7 +93,8 @@ void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
                          out,
                          out + size_t(q_heads) * dim,
                          out + size_t(q_heads) * (dim + 1),
-                         scores_.data() + size_t(index) * 32 * q_heads};
+                         scores_.data() + size_t(index) * 32 * q_heads,
+                         fp16_table()};
       k_.attention(args);
     }
   });

@@ -22,15 +22,15 @@ namespace kipp::cpu {
 struct AttentionQuery {
   const float* q;           // q_heads x head_dim, normed and rotated
   float* out;               // q_heads x head_dim
-  const uint16_t* k_layer;  // the layer's K and V store of the token's session
-  const uint16_t* v_layer;
+  const std::byte* k_layer;  // the layer's K and V store of the token's session
+  const std::byte* v_layer;
   const uint32_t* table;    // null for identity
   uint32_t positions;       // the token's position + 1
 };
 
 class AttentionRunner {
  public:
-  AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels);
+  AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels, KvFormat kv_format);
 
   void run(std::span<const AttentionQuery> queries);
 
@@ -41,6 +41,8 @@ class AttentionRunner {
   const Checkpoint& c_;
   ThreadPool& pool_;
   const Kernels& k_;
+  const KvFormat kv_format_;
+  const size_t row_bytes_;    // of a K or V row in kv_format_
   uint32_t capacity_;         // partials held at once (at least one token's at full context)
   size_t partial_floats_;     // q_heads x (head_dim + 2)
   std::vector<float> partials_;

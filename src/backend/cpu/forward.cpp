@@ -16,7 +16,7 @@
 #include "backend/cpu_ref/ops.h"
 #include "backend/eval_checks.h"
 #include "backend/host_session.h"
-#include "quant/float_formats.h"
+#include "backend/kv_store.h"
 
 namespace kipp::cpu {
 namespace {
@@ -84,15 +84,16 @@ struct BatchToken {
 class Model final : public HostBackendModel {
  public:
   Model(const ModelFile& file, std::unique_ptr<ThreadPool> pool, std::unique_ptr<PackedWeights> packed,
-        const Kernels& kernels, bool int8_activations)
-      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
-        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels), int8_activations_(int8_activations),
+        const Kernels& kernels, const BackendOptions& options)
+      : HostBackendModel(file.checkpoint(), options.kv_cache), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
+        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels), int8_activations_(options.int8_activations),
+        kv_format_(options.kv_cache),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
         v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width(), true),
         projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn, true), up_(kMaxBatchTokens, c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, k_),
+        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, k_, kv_format_),
         inverse_frequency_(c_.head_dim() / 2) {
     batch_.reserve(kMaxBatchTokens);
     queries_.reserve(kMaxBatchTokens);
@@ -104,7 +105,9 @@ class Model final : public HostBackendModel {
   uint64_t copied_weight_bytes() const override { return packed_->bytes(); }
   std::string describe() const override {
     return std::string("cpu (") + k_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
-           (int8_activations_ ? ", 8-bit activations for Q4_1" : "") + ")";
+           (int8_activations_ ? ", 8-bit activations for Q4_1" : "") +
+           (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache" : "") +
+           ")";
   }
 
   Status eval(std::span<EvalItem> items) override {
@@ -165,7 +168,7 @@ class Model final : public HostBackendModel {
     for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });
   }
 
-  // Q/K norm and RoPE of one token, then its K and V into its session's cache as BF16.
+  // Q/K norm and RoPE of one token, then its K and V into its session's cache (kv_store.h).
   void prepare_qkv(uint32_t l, const LayerWeights& w, uint32_t t) {
     const uint32_t dim = c_.head_dim();
     const float eps = c_.rms_norm_eps();
@@ -176,12 +179,8 @@ class Model final : public HostBackendModel {
     const BatchToken& token = batch_[t];
     KvStore& store = token.session->store();
     const uint32_t block = token.table ? token.table[token.position / kKvBlockTokens] : token.position / kKvBlockTokens;
-    uint16_t* k = store.k_row(l, block, token.position % kKvBlockTokens);
-    uint16_t* v = store.v_row(l, block, token.position % kKvBlockTokens);
-    for (uint32_t i = 0; i < c_.kv_width(); ++i) {
-      k[i] = f32_to_bf16(k_new_.row(t)[i]);
-      v[i] = f32_to_bf16(v_new_.row(t)[i]);
-    }
+    store_kv_row(kv_format_, k_new_.row(t), c_.kv_width(), store.k_row(l, block, token.position % kKvBlockTokens));
+    store_kv_row(kv_format_, v_new_.row(t), c_.kv_width(), store.v_row(l, block, token.position % kKvBlockTokens));
   }
 
   // The cos and sin of every rotary pair at one position, computed as cpu-ref does (in double).
@@ -290,6 +289,7 @@ class Model final : public HostBackendModel {
   const ModelWeights& w_;  // the packed projections; the token embedding still mapped
   const Kernels& k_;
   const bool int8_activations_;
+  const KvFormat kv_format_;
   EvalChecker checker_;
   // Activations of the current pass, allocated once.
   Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
@@ -315,7 +315,7 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed,
               cpu::PackedWeights::pack(model.weights(), *pool, kernels.lanes));
   return std::unique_ptr<BackendModel>(
-      new cpu::Model(model, std::move(pool), std::move(packed), kernels, options.int8_activations));
+      new cpu::Model(model, std::move(pool), std::move(packed), kernels, options));
 }
 
 }  // namespace kipp

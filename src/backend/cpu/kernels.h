@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/kv_format.h"
 #include "model/weights.h"
 
 namespace kipp::cpu {
@@ -57,10 +58,11 @@ struct AttentionArgs {
   uint32_t kv_begin, kv_end; // the KV heads of this job
   uint32_t group_heads;      // query heads per KV head
   uint32_t head_dim;
-  uint32_t kv_width;         // values per K or V row: kv_heads x head_dim
-  const uint16_t* k_layer;   // this layer's K store: [physical block][32][kv_width] BF16
-  const uint16_t* v_layer;
-  size_t block_stride;       // values per physical block (32 x kv_width)
+  KvFormat kv_format;        // how the rows are stored (backend/kv_store.h)
+  const std::byte* k_layer;  // this layer's K store: [physical block][32][row]
+  const std::byte* v_layer;
+  size_t row_bytes;          // bytes of one row (kv_heads x head_dim values)
+  size_t block_bytes;        // bytes of a physical block (32 rows)
   const uint32_t* table;     // logical -> physical block; null for identity
   uint32_t begin, end;       // positions of the chunk; begin is a multiple of 32
   float scale;               // 1 / sqrt(head_dim)
@@ -68,6 +70,7 @@ struct AttentionArgs {
   float* max_score;          // per query head
   float* weight_sum;         // per query head
   float* scores;             // scratch: 32 per query head
+  const float* fp16_table;   // fp16_table(), for Q8_0 row scales
 };
 
 // The form products with weights of a format take (MatmulArgs), with or without

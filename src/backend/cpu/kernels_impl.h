@@ -493,18 +493,48 @@ vf exp_nonpositive(vf x) {
   return p * (vf)exponent;
 }
 
+// How attention reads cached rows (backend/kv_store.h): vectors of a KV head's values, widened to
+// FP32 exactly, so both formats go through the same arithmetic from there on.
+struct Bf16Rows {
+  static size_t bytes_of(uint32_t values) { return size_t(values) * 2; }
+  vf load(const std::byte* head, uint32_t d) const { return load_bf16(reinterpret_cast<const uint16_t*>(head) + d); }
+};
+
+// A Q8_0 row: 34-byte blocks of an FP16 scale and 32 int8. scale x integer is exact in FP32.
+struct Q8_0Rows {
+  const float* fp16;  // fp16_table()
+  static size_t bytes_of(uint32_t values) { return size_t(values) / kBlock * 34; }
+  vf load(const std::byte* head, uint32_t d) const {
+    const std::byte* block = head + size_t(d / kBlock) * 34;
+    uint16_t scale;
+    __builtin_memcpy(&scale, block, 2);
+    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2) + d % kBlock;
+#if KIPP_LANES == 16
+    const vf wide = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+#elif KIPP_LANES == 8
+    const vf wide = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q))));
+#else
+    typedef int8_t vi8 __attribute__((vector_size(kLanes)));
+    vi8 raw;
+    __builtin_memcpy(&raw, q, sizeof raw);
+    const vf wide = __builtin_convertvector(raw, vf);
+#endif
+    return splat(fp16[scale]) * wide;
+  }
+};
+
 // Scores of H query heads (consecutive, sharing one KV head) against 4 K rows of a block, of
 // which the first `count` are wanted: one accumulator per head and row, lanes over head_dim in
 // order, then the fixed lane tree. Each K row is widened once for all H heads. Rows past `count`
 // (still inside the 32-row block) are computed and dropped, which keeps the loop free of branches.
-template <int H>
-void scores_of_rows(const float* q, const uint16_t* k, size_t row_stride, uint32_t count, uint32_t dim, float scale,
-                    float* out) {
+template <int H, class Rows>
+void scores_of_rows(const Rows& kv, const float* q, const std::byte* k, size_t row_bytes, uint32_t count, uint32_t dim,
+                    float scale, float* out) {
   vf acc[H][4];
   clear(acc);
   for (uint32_t d = 0; d < dim; d += kLanes) {
     vf rows[4];
-    for (int j = 0; j < 4; ++j) rows[j] = load_bf16(k + j * row_stride + d);
+    for (int j = 0; j < 4; ++j) rows[j] = kv.load(k + j * row_bytes, d);
     for (int h = 0; h < H; ++h) {
       const vf qv = load_f32(q + h * dim + d);
       for (int j = 0; j < 4; ++j) acc[h][j] = madd(qv, rows[j], acc[h][j]);
@@ -517,8 +547,9 @@ void scores_of_rows(const float* q, const uint16_t* k, size_t row_stride, uint32
 // sums[h] += weights[h][j] * V row j for H heads sharing the V rows, j < count, position by
 // position: each head's sums stay in registers, kSumVecs vectors at a time, while the block's
 // rows go by, and each V vector is widened once for all H heads.
-template <int H>
-void weigh_rows(const float* weights, const uint16_t* v, size_t row_stride, uint32_t count, uint32_t dim, float* sums) {
+template <int H, class Rows>
+void weigh_rows(const Rows& kv, const float* weights, const std::byte* v, size_t row_bytes, uint32_t count, uint32_t dim,
+                float* sums) {
   constexpr int kSumVecs = 4;
   for (uint32_t d0 = 0; d0 < dim; d0 += kSumVecs * kLanes) {
     vf acc[H][kSumVecs];
@@ -526,7 +557,7 @@ void weigh_rows(const float* weights, const uint16_t* v, size_t row_stride, uint
       for (int i = 0; i < kSumVecs; ++i) acc[h][i] = load_f32(sums + h * dim + d0 + i * kLanes);
     for (uint32_t j = 0; j < count; ++j) {
       vf rows[kSumVecs];
-      for (int i = 0; i < kSumVecs; ++i) rows[i] = load_bf16(v + j * row_stride + d0 + i * kLanes);
+      for (int i = 0; i < kSumVecs; ++i) rows[i] = kv.load(v + j * row_bytes, d0 + i * kLanes);
       for (int h = 0; h < H; ++h) {
         const vf p = splat(weights[h * kBlock + j]);
         for (int i = 0; i < kSumVecs; ++i) acc[h][i] = madd(p, rows[i], acc[h][i]);
@@ -537,9 +568,11 @@ void weigh_rows(const float* weights, const uint16_t* v, size_t row_stride, uint
   }
 }
 
-void attention(const AttentionArgs& a) {
+template <class Rows>
+void attention_over(const AttentionArgs& a, const Rows& kv) {
   const uint32_t dim = a.head_dim, group = a.group_heads;
   const uint32_t head_begin = a.kv_begin * group, head_end = a.kv_end * group;
+  const size_t head_bytes = Rows::bytes_of(dim);
   for (uint32_t h = head_begin; h < head_end; ++h) {
     a.max_score[h] = -__builtin_inff();
     a.weight_sum[h] = 0.0f;
@@ -548,18 +581,18 @@ void attention(const AttentionArgs& a) {
   for (uint32_t start = a.begin; start < a.end; start += kBlock) {
     const uint32_t logical = start / kBlock;
     const size_t physical = a.table ? a.table[logical] : logical;
-    const uint16_t* k_block = a.k_layer + physical * a.block_stride;
-    const uint16_t* v_block = a.v_layer + physical * a.block_stride;
+    const std::byte* k_block = a.k_layer + physical * a.block_bytes;
+    const std::byte* v_block = a.v_layer + physical * a.block_bytes;
     const uint32_t count = a.end - start < uint32_t(kBlock) ? a.end - start : uint32_t(kBlock);
-    // Ask for the next block of this chunk while this one is computed: its rows are 4 KiB apart
+    // Ask for the next block of this chunk while this one is computed: its rows are a row apart
     // per head range, a pattern the hardware prefetchers pick up late.
     if (start + kBlock < a.end) {
       const size_t next = a.table ? a.table[logical + 1] : logical + 1;
       const uint32_t next_count = a.end - start - kBlock < uint32_t(kBlock) ? a.end - start - kBlock : uint32_t(kBlock);
-      const size_t first = size_t(a.kv_begin) * dim * 2, last = size_t(a.kv_end) * dim * 2;
+      const size_t first = a.kv_begin * head_bytes, last = a.kv_end * head_bytes;
       for (uint32_t j = 0; j < next_count; ++j) {
-        const char* k_row = reinterpret_cast<const char*>(a.k_layer + next * a.block_stride + j * a.kv_width);
-        const char* v_row = reinterpret_cast<const char*>(a.v_layer + next * a.block_stride + j * a.kv_width);
+        const std::byte* k_row = a.k_layer + next * a.block_bytes + j * a.row_bytes;
+        const std::byte* v_row = a.v_layer + next * a.block_bytes + j * a.row_bytes;
         for (size_t byte = first; byte < last; byte += 64) {
           __builtin_prefetch(k_row + byte);
           __builtin_prefetch(v_row + byte);
@@ -572,11 +605,11 @@ void attention(const AttentionArgs& a) {
     for (uint32_t j = 0; j < count; j += 4) {
       const uint32_t rows = count - j < 4 ? count - j : 4;
       for (uint32_t h = head_begin; h < head_end;) {
-        const uint16_t* k = k_block + j * a.kv_width + h / group * dim;
+        const std::byte* k = k_block + j * a.row_bytes + h / group * head_bytes;
         float* out = a.scores + h * kBlock + j;
         const bool pair = (h + 1) % group != 0;  // h + 1 shares h's KV head
-        if (pair) scores_of_rows<2>(a.q + h * dim, k, a.kv_width, rows, dim, a.scale, out);
-        else scores_of_rows<1>(a.q + h * dim, k, a.kv_width, rows, dim, a.scale, out);
+        if (pair) scores_of_rows<2>(kv, a.q + h * dim, k, a.row_bytes, rows, dim, a.scale, out);
+        else scores_of_rows<1>(kv, a.q + h * dim, k, a.row_bytes, rows, dim, a.scale, out);
         h += pair ? 2 : 1;
       }
     }
@@ -602,12 +635,19 @@ void attention(const AttentionArgs& a) {
     }
     // Weighted V rows, query heads in pairs that share a KV head.
     for (uint32_t h = head_begin; h < head_end;) {
-      const uint16_t* v_head = v_block + h / group * dim;
+      const std::byte* v_head = v_block + h / group * head_bytes;
       const bool pair = (h + 1) % group != 0;
-      if (pair) weigh_rows<2>(a.scores + h * kBlock, v_head, a.kv_width, count, dim, a.sums + h * dim);
-      else weigh_rows<1>(a.scores + h * kBlock, v_head, a.kv_width, count, dim, a.sums + h * dim);
+      if (pair) weigh_rows<2>(kv, a.scores + h * kBlock, v_head, a.row_bytes, count, dim, a.sums + h * dim);
+      else weigh_rows<1>(kv, a.scores + h * kBlock, v_head, a.row_bytes, count, dim, a.sums + h * dim);
       h += pair ? 2 : 1;
     }
+  }
+}
+
+void attention(const AttentionArgs& a) {
+  switch (a.kv_format) {
+    case KvFormat::bf16: return attention_over(a, Bf16Rows{});
+    case KvFormat::q8_0: return attention_over(a, Q8_0Rows{a.fp16_table});
   }
 }
 

@@ -1,5 +1,5 @@
 // cpu-ref: the readable Qwen3 forward pass. One token at a time through the nine steps of each
-// layer, K and V stored through the session's block table in BF16, then the final norm and the
+// layer, K and V stored through the session's block table (BF16, or Q8_0 with --kv-cache q8_0), then the final norm and the
 // output head. Prefill and decode are the same loop, so multi-row logits equal position-by-position
 // logits bit for bit, and an item's result never depends on the other items of a call.
 #include <memory>
@@ -9,7 +9,6 @@
 #include "backend/cpu_ref/ops.h"
 #include "backend/eval_checks.h"
 #include "backend/host_session.h"
-#include "quant/float_formats.h"
 
 namespace kipp::cpu_ref {
 namespace {
@@ -22,18 +21,18 @@ struct KvRows {
   std::span<const uint32_t> table;
 
   uint32_t block(uint32_t position) const { return physical_block(table, position / kKvBlockTokens); }
-  uint16_t* k(uint32_t layer, uint32_t position) const {
+  std::byte* k(uint32_t layer, uint32_t position) const {
     return store.k_row(layer, block(position), position % kKvBlockTokens);
   }
-  uint16_t* v(uint32_t layer, uint32_t position) const {
+  std::byte* v(uint32_t layer, uint32_t position) const {
     return store.v_row(layer, block(position), position % kKvBlockTokens);
   }
 };
 
 class Model final : public HostBackendModel {
  public:
-  explicit Model(const ModelFile& file)
-      : HostBackendModel(file.checkpoint()), c_(file.checkpoint()), w_(file.weights()), checker_(c_.vocab()),
+  Model(const ModelFile& file, KvFormat kv_format)
+      : HostBackendModel(file.checkpoint(), kv_format), c_(file.checkpoint()), kv_format_(kv_format), w_(file.weights()), checker_(c_.vocab()),
         x_(c_.hidden),
         x_norm_(c_.hidden), q_(c_.attention_width()), k_(c_.kv_width()), v_(c_.kv_width()),
         attention_(c_.attention_width()), projected_(c_.hidden), gate_(c_.ffn), up_(c_.ffn), scores_(c_.context),
@@ -87,14 +86,10 @@ class Model final : public HostBackendModel {
     }
   }
 
-  // K and V are rounded to BF16 as they enter the cache; attention reads them back from there.
+  // K and V are rounded to the cache's format as they enter it; attention reads them back from there.
   void store_kv(const KvRows& kv, uint32_t layer, uint32_t position) {
-    uint16_t* k = kv.k(layer, position);
-    uint16_t* v = kv.v(layer, position);
-    for (uint32_t i = 0; i < c_.kv_width(); ++i) {
-      k[i] = f32_to_bf16(k_[i]);
-      v[i] = f32_to_bf16(v_[i]);
-    }
+    store_kv_row(kv_format_, k_.data(), c_.kv_width(), kv.k(layer, position));
+    store_kv_row(kv_format_, v_.data(), c_.kv_width(), kv.v(layer, position));
   }
 
   // This position's queries over the cached positions 0..position of this layer.
@@ -103,7 +98,7 @@ class Model final : public HostBackendModel {
       keys_[p] = kv.k(layer, p);
       values_[p] = kv.v(layer, p);
     }
-    attend_gqa(q_.data(), c_.q_heads, c_.kv_heads(), c_.head_dim(), std::span(keys_.data(), position + 1),
+    attend_gqa(q_.data(), c_.q_heads, c_.kv_heads(), c_.head_dim(), kv_format_, std::span(keys_.data(), position + 1),
                std::span(values_.data(), position + 1), scores_.data(), attention_.data());
   }
 
@@ -113,12 +108,13 @@ class Model final : public HostBackendModel {
   }
 
   const Checkpoint& c_;
+  const KvFormat kv_format_;
   const ModelWeights& w_;
   EvalChecker checker_;
   // Scratch, allocated once: residual, normed input, q/k/v, attention output, projections, FFN,
   // attention scores and the KV row pointers of the current layer.
   std::vector<float> x_, x_norm_, q_, k_, v_, attention_, projected_, gate_, up_, scores_;
-  std::vector<const uint16_t*> keys_, values_;
+  std::vector<const std::byte*> keys_, values_;
 };
 
 }  // namespace
@@ -126,8 +122,8 @@ class Model final : public HostBackendModel {
 
 namespace kipp {
 
-Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model) {
-  return std::unique_ptr<BackendModel>(new cpu_ref::Model(model));
+Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model, KvFormat kv_cache) {
+  return std::unique_ptr<BackendModel>(new cpu_ref::Model(model, kv_cache));
 }
 
 }  // namespace kipp

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
+#include "backend/kv_store.h"
 #include "quant/blocks.h"
 #include "quant/float_formats.h"
 
@@ -100,27 +102,28 @@ void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t positi
   for (uint32_t h = 0; h < count; ++h) rope_neox(heads + h * head_dim, head_dim, position, theta);
 }
 
-void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
-                std::span<const uint16_t* const> keys, std::span<const uint16_t* const> values, float* scores,
+void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim, KvFormat format,
+                std::span<const std::byte* const> keys, std::span<const std::byte* const> values, float* scores,
                 float* out) {
   const uint32_t group = q_heads / kv_heads;
   const size_t positions = keys.size();
   const float scale = 1.0f / std::sqrt(float(head_dim));
+  std::vector<float> row(head_dim);
   for (uint32_t h = 0; h < q_heads; ++h) {
     const float* query = q + h * head_dim;
     const uint32_t kv_offset = h / group * head_dim;
     for (size_t p = 0; p < positions; ++p) {
-      const uint16_t* key = keys[p] + kv_offset;
+      widen_kv_values(format, keys[p], kv_offset, head_dim, row.data());
       float dot = 0.0f;
-      for (uint32_t i = 0; i < head_dim; ++i) dot += query[i] * bf16_to_f32(key[i]);
+      for (uint32_t i = 0; i < head_dim; ++i) dot += query[i] * row[i];
       scores[p] = dot * scale;
     }
     softmax(scores, positions);
     float* head_out = out + h * head_dim;
     std::fill(head_out, head_out + head_dim, 0.0f);
     for (size_t p = 0; p < positions; ++p) {
-      const uint16_t* value = values[p] + kv_offset;
-      for (uint32_t i = 0; i < head_dim; ++i) head_out[i] += scores[p] * bf16_to_f32(value[i]);
+      widen_kv_values(format, values[p], kv_offset, head_dim, row.data());
+      for (uint32_t i = 0; i < head_dim; ++i) head_out[i] += scores[p] * row[i];
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 
+#include "backend/backend.h"
 #include "model/weights.h"
 
 namespace kipp::cpu_ref {
@@ -40,10 +41,11 @@ void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t positi
 
 // Causal grouped-query attention of one position's queries. Query head h (of q_heads, head_dim
 // each) reads KV head h / (q_heads / kv_heads) of rows 0..keys.size()-1, each row holding
-// kv_heads x head_dim BF16 values. Scores are scaled by 1/sqrt(head_dim) and softmaxed in
-// `scores` (keys.size() floats of scratch); out gets q_heads x head_dim values.
-void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim,
-                std::span<const uint16_t* const> keys, std::span<const uint16_t* const> values, float* scores,
+// kv_heads x head_dim values cached in `format` (backend/kv_store.h), widened exactly to FP32 as
+// they are read. Scores are scaled by 1/sqrt(head_dim) and softmaxed in `scores` (keys.size()
+// floats of scratch); out gets q_heads x head_dim values.
+void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim, KvFormat format,
+                std::span<const std::byte* const> keys, std::span<const std::byte* const> values, float* scores,
                 float* out);
 
 // The residual connection: x[i] += delta[i].
