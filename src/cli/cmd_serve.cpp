@@ -1,5 +1,5 @@
 // `kipp serve --model FILE [--host 127.0.0.1] [--port 8080] [--kv-pool-mib N] [--max-batch N]
-// [--api-key KEY] [--agent-port P] [--drain-timeout S] [--backend B] [--threads N] ...`: the OpenAI- and
+// [--api-key KEY] [--agent-port P] [--drain-timeout S] [--spec] [--backend B] [--threads N] ...`: the OpenAI- and
 // Anthropic-compatible server. The socket is
 // bound first, so /health answers 503 while the model loads; SIGINT or SIGTERM drain it (running
 // requests finish, new ones are refused), a second signal stops it at once.
@@ -43,6 +43,7 @@ struct ServeArgs {
   uint64_t max_body_bytes = 8 << 20;
   double request_timeout = 30, idle_timeout = 60, write_timeout = 30;
   double drain_timeout = 30;
+  bool speculate = false;
   BackendFlags backend;
 };
 
@@ -74,6 +75,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   options.max_sequences = args.max_batch;
   options.max_waiting = args.max_waiting;
   options.step_tokens = args.step_tokens;
+  options.speculate = args.speculate;
   KIPP_ASSIGN(loaded.scheduler, Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
   server::ApiConfig config;
   // The operator's names first (responses use the first, as vLLM does), then the two every
@@ -212,6 +214,9 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
       ->check(CLI::Range(1, 65536));
+  sub->add_flag("--spec", args->speculate,
+                "Greedy requests draft by prompt lookup and verify the draft in the same step: the same answer, "
+                "faster where the answer repeats its context (docs/SERVER.md)");
   sub->add_option("--api-key", args->api_key,
                   "Require the key on /v1 routes (as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\")")
       ->envname("KIPP_API_KEY");

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/output_text.h"
+#include "engine/prompt_lookup.h"
 #include "model/model_file.h"
 
 namespace kipp {
@@ -35,7 +36,10 @@ struct Scheduler::Sequence {
   std::optional<TokenConstraint> constraint;
   std::optional<ThinkingBudget> budget;
   std::optional<OutputText> output;
-  std::vector<float> logits;
+  std::vector<float> logits;     // a row per evaluated token that wants one
+  // Speculation: the last sampled token then the draft, evaluated together; and when to draft.
+  std::vector<uint32_t> draft_item;
+  std::optional<SpeculationGate> gate;
 };
 
 struct Scheduler::Request {
@@ -299,6 +303,10 @@ bool Scheduler::try_admit(Request& request) {
       return true;  // admitted, and already finished
     }
     sequence->sampler.emplace(std::move(sampler).value());
+    if (options_.speculate && spec.sampling.greedy()) {
+      sequence->gate.emplace();
+      sequence->logits.resize(size_t(kMaxDraftTokens + 1) * vocab_);
+    }
     sequence->session = std::move(session).value();
     sequence->output.emplace(tokenizer_, spec.stop);
   }
@@ -342,8 +350,12 @@ void Scheduler::evaluate() {
       uint32_t count = 0;
       uint32_t logit_rows = 1;
       const uint32_t prompt = uint32_t(request->spec.prompt.size());
+      std::span<const uint32_t> tokens;
       if (sequence->state == Sequence::State::decode) {
-        count = 1;
+        const uint32_t drafted = draft(*sequence);
+        count = 1 + drafted;
+        logit_rows = count;
+        if (drafted > 0) tokens = sequence->draft_item;
       } else if (sequence->state == Sequence::State::prefill) {
         count = std::min(prompt - sequence->evaluated, prefill_budget);
         prefill_budget -= count;
@@ -361,8 +373,9 @@ void Scheduler::evaluate() {
         --sequence->reservation;
       }
       if (sequence->state == Sequence::State::done) break;
-      items_.push_back(EvalItem{sequence->session.get(), std::span(sequence->tokens).subspan(sequence->evaluated, count),
-                                sequence->evaluated, logit_rows, sequence->logits.data(), sequence->blocks});
+      if (tokens.empty()) tokens = std::span(sequence->tokens).subspan(sequence->evaluated, count);
+      items_.push_back(EvalItem{sequence->session.get(), tokens, sequence->evaluated, logit_rows,
+                                sequence->logits.data(), sequence->blocks});
       item_sequences_.push_back(sequence.get());
       item_counts_.push_back(count);
     }
@@ -381,9 +394,52 @@ void Scheduler::evaluate() {
   for (size_t i = 0; i < items_.size(); ++i) {
     Sequence& sequence = *item_sequences_[i];
     if (sequence.state == Sequence::State::done) continue;  // its request failed during this pass
-    if (auto ok = after_eval(sequence, item_counts_[i], items_[i].logit_rows ? sequence.logits.data() : nullptr); !ok)
-      fail_request(*sequence.request, ok.error().message);
+    const float* logits = items_[i].logit_rows ? sequence.logits.data() : nullptr;
+    const Status ok = item_counts_[i] > 1 && sequence.state == Sequence::State::decode
+                          ? verify_draft(sequence, logits)
+                          : after_eval(sequence, item_counts_[i], logits);
+    if (!ok) fail_request(*sequence.request, ok.error().message);
   }
+}
+
+// A decode sequence's draft (into draft_item after its last sampled token), or 0 tokens. The
+// draft stays within max_tokens: the item then writes no position beyond the request's reservation.
+uint32_t Scheduler::draft(Sequence& sequence) {
+  if (!sequence.gate || !sequence.gate->should_draft()) return 0;
+  const uint32_t room = sequence.request->spec.max_tokens - sequence.generated - 1;
+  const std::vector<uint32_t> draft = lookup_draft(sequence.tokens, std::min(kMaxDraftTokens, room));
+  if (draft.empty()) return 0;
+  sequence.draft_item.assign(1, sequence.tokens.back());
+  sequence.draft_item.insert(sequence.draft_item.end(), draft.begin(), draft.end());
+  return uint32_t(draft.size());
+}
+
+// Row i of the logits follows draft token i - 1 (row 0 the last sampled token). Each row's token
+// is chosen as a plain step would choose it; while it equals the next draft token, that token's
+// KV row is the one a plain step would have written, and the next row is its logits. The first
+// difference ends it: the rows after it are dropped from the cache.
+Status Scheduler::verify_draft(Sequence& sequence, const float* logits) {
+  const uint32_t drafted = uint32_t(sequence.draft_item.size() - 1);
+  uint32_t accepted = 0;
+  sequence.evaluated += 1;
+  for (uint32_t row = 0;; ++row) {
+    publish_full_blocks(sequence);
+    KIPP_TRY(sample(sequence, std::span(logits + size_t(row) * vocab_, vocab_)));
+    if (row == drafted || sequence.state == Sequence::State::done) break;
+    if (sequence.tokens.back() != sequence.draft_item[row + 1]) break;
+    ++accepted;
+    sequence.evaluated += 1;
+  }
+  sequence.gate->record(drafted, accepted);
+  sequence.request->report.draft_tokens += drafted;
+  sequence.request->report.accepted_draft_tokens += accepted;
+  {
+    std::lock_guard lock(mutex_);
+    stats_.draft_tokens += drafted;
+    stats_.accepted_draft_tokens += accepted;
+  }
+  if (sequence.state == Sequence::State::done) return {};
+  return sequence.session->truncate(sequence.evaluated);
 }
 
 Status Scheduler::after_eval(Sequence& sequence, uint32_t evaluated, const float* logits) {

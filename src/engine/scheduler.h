@@ -8,7 +8,10 @@
 // later (or concurrent) request with the same prefix adopts them. Admission reserves the
 // worst-case blocks of every choice, so a running sequence never runs out of KV; a request that
 // does not fit waits at the head of the queue. The fast CPU backend is batch- and
-// chunk-invariant, so a greedy answer is the same whatever else runs beside it.
+// chunk-invariant, so a greedy answer is the same whatever else runs beside it. With
+// `speculate`, a greedy sequence's decode item also carries a prompt-lookup draft; each row's
+// token is chosen exactly as a plain step would choose it, and the draft is kept up to the first
+// token that differs, so the answer is still the same.
 #pragma once
 
 #include <atomic>
@@ -41,6 +44,9 @@ struct SchedulerOptions {
   uint32_t max_sequences = 16;    // sequences (choices) evaluated together
   uint32_t max_waiting = 64;      // queued requests; beyond it submit() says the server is full
   uint32_t step_tokens = 512;     // prompt tokens evaluated per step, over all prefilling sequences
+  // Greedy sequences draft by prompt lookup (prompt_lookup.h) and verify the draft in the same
+  // step as their next token. On a batch-invariant backend the output is the same, bitwise.
+  bool speculate = false;
 };
 
 // One generated token of one choice, for logprobs: the text it released (the pieces of a choice
@@ -67,6 +73,8 @@ struct RequestReport {
   uint32_t prompt_tokens = 0;
   uint32_t cached_tokens = 0;        // prompt positions adopted from the pool by the first choice
   uint32_t completion_tokens = 0;    // sampled tokens over all choices, stop tokens included
+  uint32_t draft_tokens = 0;         // tokens drafted by prompt lookup (speculate), over all choices
+  uint32_t accepted_draft_tokens = 0;  // of them, the ones the model confirmed
   double queue_seconds = 0;          // submitted -> admitted
   double prompt_seconds = 0;         // admitted -> first sampled token
   double decode_seconds = 0;         // first sampled token -> done
@@ -116,6 +124,7 @@ struct SchedulerStats {
   uint32_t running = 0, waiting = 0;
   uint64_t finished = 0, failed = 0, cancelled = 0;
   uint64_t prompt_tokens = 0, generated_tokens = 0, prefix_tokens_reused = 0;
+  uint64_t draft_tokens = 0, accepted_draft_tokens = 0;
   uint64_t steps = 0;
   KvPoolStats pool;
   Histogram queue_seconds{{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
@@ -150,7 +159,9 @@ class Scheduler {
   bool try_admit(Request& request);
   void start_siblings(Request& request);
   void evaluate();
+  uint32_t draft(Sequence& sequence);
   Status after_eval(Sequence& sequence, uint32_t evaluated, const float* logits);
+  Status verify_draft(Sequence& sequence, const float* logits);
   Status sample(Sequence& sequence, std::span<const float> logits);
   void publish_full_blocks(Sequence& sequence);
   void finish_sequence(Sequence& sequence);

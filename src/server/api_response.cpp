@@ -62,7 +62,7 @@ Json usage_json(const RequestReport& report, std::optional<uint32_t> reasoning_t
 
 Json timings_json(const RequestReport& report) {
   const uint32_t evaluated = report.prompt_tokens - report.cached_tokens;
-  return {{"cache_n", report.cached_tokens},
+  Json timings = {{"cache_n", report.cached_tokens},
           {"prompt_n", evaluated},
           {"prompt_ms", report.prompt_seconds * 1e3},
           {"prompt_per_token_ms", evaluated ? report.prompt_seconds * 1e3 / evaluated : 0.0},
@@ -73,6 +73,12 @@ Json timings_json(const RequestReport& report) {
            report.completion_tokens ? report.decode_seconds * 1e3 / report.completion_tokens : 0.0},
           {"predicted_per_second", per_second(report.completion_tokens, report.decode_seconds)},
           {"queue_ms", report.queue_seconds * 1e3}};
+  // llama-server's names for what speculation drafted and kept (only when it drafted).
+  if (report.draft_tokens > 0) {
+    timings["draft_n"] = report.draft_tokens;
+    timings["draft_n_accepted"] = report.accepted_draft_tokens;
+  }
+  return timings;
 }
 
 Json completion_logprobs_json(const std::vector<TokenReport>& tokens, const Tokenizer& tokenizer, size_t text_offset) {

@@ -76,6 +76,10 @@ std::string vllm_text(const SchedulerStats& stats, const std::string& model, dou
            double(stats.prompt_tokens));
   v.metric("vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
            double(stats.prefix_tokens_reused));
+  v.metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Tokens drafted by prompt lookup (--spec).",
+           double(stats.draft_tokens));
+  v.metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Drafted tokens the model confirmed.",
+           double(stats.accepted_draft_tokens));
   v.histogram("vllm:time_to_first_token_seconds", "From arrival to the first generated token.", stats.first_token_seconds);
   v.histogram("vllm:e2e_request_latency_seconds", "From arrival to the end of finished requests.", stats.request_seconds);
   return v.text();
@@ -106,6 +110,9 @@ std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& 
   e.metric("kipp_generation_tokens_total", "counter", "Tokens generated.", double(stats.generated_tokens));
   e.metric("kipp_prefix_tokens_reused_total", "counter", "Prompt tokens adopted from the KV pool instead of evaluated.",
            double(stats.prefix_tokens_reused));
+  e.metric("kipp_draft_tokens_total", "counter", "Tokens drafted by prompt lookup (--spec).", double(stats.draft_tokens));
+  e.metric("kipp_accepted_draft_tokens_total", "counter", "Drafted tokens the model confirmed.",
+           double(stats.accepted_draft_tokens));
   e.metric("kipp_scheduler_steps_total", "counter", "Evaluation steps.", double(stats.steps));
   e.histogram("kipp_time_to_first_token_seconds", "From arrival to the first generated token.",
               stats.first_token_seconds);

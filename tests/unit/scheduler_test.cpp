@@ -383,6 +383,62 @@ TEST_F(SchedulerTest, WithTheQ8_0CacheSharedAndConcurrentRequestsEachEqualTheReq
   expect_pool_idle();
 }
 
+// Speculation under load: greedy requests whose prompts give prompt lookup something to find (a
+// phrase said three times; or, up front, the token the model will answer with, followed by
+// others, so that lookup drafts a continuation the model does not take), beside sampled requests
+// (which never draft), budgets that cut drafts short, stop strings and logprobs: each answer
+// equals the same request generated alone without speculation, and the counts add up.
+TEST_F(SchedulerTest, SpeculationUnderLoadAnswersExactlyAsPlainDecodingAlone) {
+  start({.pool_blocks = 256, .max_sequences = 12, .max_waiting = 32, .step_tokens = 96, .speculate = true});
+  std::mt19937 rng(13);
+  std::vector<CompletionRequest> requests;
+  std::vector<std::future<Outcome>> outcomes;
+  for (uint32_t i = 0; i < 12; ++i) {
+    std::vector<uint32_t> prompt = random_prompt(rng, 1 + rng() % 30);
+    if (i % 2 == 0) {
+      const std::vector<uint32_t> phrase = random_prompt(rng, 3 + rng() % 6);
+      for (int r = 0; r < 3; ++r) prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+    } else {
+      const Generation first = alone(greedy(prompt, 1));
+      ASSERT_EQ(first.tokens.size(), 1u);
+      std::vector<uint32_t> lead = {first.tokens[0]};
+      for (uint32_t id : random_prompt(rng, 4)) lead.push_back(id);
+      prompt.insert(prompt.begin(), lead.begin(), lead.end());
+    }
+    CompletionRequest request = greedy(prompt, i % 4 == 0 ? 2 + i % 3 : 12 + rng() % 20);
+    if (i % 6 == 1) request.stop = {"e"};
+    if (i % 5 == 2) {
+      request.sampling.temperature = 0.8f;
+      request.sampling.seed = i;
+    }
+    if (i % 7 == 3) {
+      request.logprobs = true;
+      request.top_logprobs = 2;
+    }
+    requests.push_back(request);
+    outcomes.push_back(submit(request));
+  }
+  uint32_t drafted = 0, accepted = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome outcome = outcomes[i].get();
+    const Generation expected = alone(requests[i]);
+    EXPECT_EQ(outcome.text[0], expected.text) << "request " << i;
+    ASSERT_TRUE(outcome.finish[0]);
+    EXPECT_EQ(*outcome.finish[0], expected.finish) << "request " << i;
+    EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << "request " << i;
+    if (requests[i].logprobs) EXPECT_EQ(outcome.tokens[0].size(), expected.tokens.size()) << "request " << i;
+    if (!requests[i].sampling.greedy()) EXPECT_EQ(outcome.report.draft_tokens, 0u) << "request " << i;
+    EXPECT_LE(outcome.report.accepted_draft_tokens, outcome.report.draft_tokens);
+    drafted += outcome.report.draft_tokens;
+    accepted += outcome.report.accepted_draft_tokens;
+  }
+  EXPECT_GT(accepted, 0u) << "some drafts were kept";
+  EXPECT_LT(accepted, drafted) << "some were not";
+  EXPECT_EQ(scheduler_->stats().draft_tokens, drafted);
+  EXPECT_EQ(scheduler_->stats().accepted_draft_tokens, accepted);
+  expect_pool_idle();
+}
+
 TEST_F(SchedulerTest, ATinyPoolDelaysAdmissionButEveryAnswerIsRight) {
   // 6 blocks: room for one request of up to 192 positions at a time.
   start({.pool_blocks = 6, .max_sequences = 8, .max_waiting = 16, .step_tokens = 64});
