@@ -8,6 +8,7 @@
 //
 //   node bench/server_bench.mjs --kipp build/src/kipp --model M.gguf [--llama-server PATH]
 //        [--threads 2] [--streams 1,2,4,8,16] [--tokens 64] [--repeats 3] [--prefix-words 1500]
+//        [--kipp-flags "--spec --kv-cache q8_0"]   (more `kipp serve` flags)
 import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
@@ -18,7 +19,7 @@ const { values: args } = parseArgs({ options: {
   threads: { type: 'string', default: '2' }, streams: { type: 'string', default: '1,2,4,8,16' },
   tokens: { type: 'string', default: '64' }, repeats: { type: 'string', default: '3' },
   'prefix-words': { type: 'string', default: '1500' }, 'skip-throughput': { type: 'boolean', default: false },
-  only: { type: 'string' },
+  only: { type: 'string' }, 'kipp-flags': { type: 'string', default: '' },
 } });
 if (!args.kipp || !args.model) {
   console.error('usage: server_bench.mjs --kipp KIPP --model GGUF [--llama-server PATH] [...]');
@@ -61,7 +62,8 @@ const port = () => 20000 + Math.floor(Math.random() * 20000);
 async function startKipp() {
   const p = port();
   const child = await launch(args.kipp, ['serve', '--model', args.model, '--port', String(p), '--threads',
-    args.threads, '--max-batch', String(maxStreams)], `http://127.0.0.1:${p}`);
+    args.threads, '--max-batch', String(maxStreams), ...args['kipp-flags'].split(' ').filter(Boolean)],
+  `http://127.0.0.1:${p}`);
   return { name: 'kipp', url: `http://127.0.0.1:${p}`, child, model: JSON.parse(await (await fetch(
     `http://127.0.0.1:${p}/v1/models`)).text()).data[0].id };
 }

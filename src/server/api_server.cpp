@@ -348,6 +348,8 @@ void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std
       all.prompt_tokens += report.prompt_tokens;
       all.cached_tokens += report.cached_tokens;
       all.completion_tokens += report.completion_tokens;
+      all.draft_tokens += report.draft_tokens;
+      all.accepted_draft_tokens += report.accepted_draft_tokens;
       all.queue_seconds = std::max(all.queue_seconds, report.queue_seconds);
       all.prompt_seconds = std::max(all.prompt_seconds, report.prompt_seconds);
       all.decode_seconds = std::max(all.decode_seconds, report.decode_seconds);

@@ -2,15 +2,17 @@
 // a seeded mix of completions and chat requests, streamed and not, some abandoned mid-stream.
 // Every answer that completes must equal the same request's answer alone (greedy, so exact);
 // nothing may fail; the server's memory must be as large at the end as after warming up.
+// Extra arguments are `kipp serve` flags for the server under load (`--spec`: speculation); the
+// answers alone then come from a plain server, so they are the reference speculation must equal.
 //
-//   node load_test.mjs KIPP INSTRUCT_MODEL [DURATION_SECONDS]
+//   node load_test.mjs KIPP INSTRUCT_MODEL [DURATION_SECONDS [SERVE_FLAGS...]]
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
 import { sseData } from '../support/sse.mjs';
 import { metric, metrics, startServer } from './server_process.mjs';
 
-const [kipp, model, durationArg] = process.argv.slice(2);
+const [kipp, model, durationArg, ...serveFlags] = process.argv.slice(2);
 if (!model) {
   console.error('usage: load_test.mjs KIPP INSTRUCT_MODEL [DURATION_SECONDS]');
   process.exit(2);
@@ -63,11 +65,20 @@ async function send(url, template, stream, abandon) {
   return text;
 }
 
-const server = await startServer(kipp, model, ['--max-batch', '8']);
+const expected = [];
+if (serveFlags.length > 0) {
+  const plain = await startServer(kipp, model, ['--max-batch', '8']);
+  try {
+    for (const template of templates) expected.push(await send(plain.url, template, false, false));
+  } finally {
+    assert.equal(await plain.stop(), 0, 'a clean exit on SIGTERM');
+  }
+}
+const server = await startServer(kipp, model, ['--max-batch', '8', ...serveFlags]);
 let failures = 0;
 try {
-  const expected = [];
-  for (const template of templates) expected.push(await send(server.url, template, false, false));
+  if (serveFlags.length === 0)
+    for (const template of templates) expected.push(await send(server.url, template, false, false));
 
   const start = Date.now();
   let completed = 0;
@@ -111,6 +122,20 @@ try {
   assert.equal(metric(values, 'kipp_requests_total', 'outcome="failed"'), 0);
   assert.equal(metric(values, 'kipp_requests_running'), 0);
   assert.equal(metric(values, 'vllm:kv_cache_usage_perc'), 0, 'every block went back to the pool');
+  if (serveFlags.includes('--spec')) {
+    const drafted = metric(values, 'kipp_draft_tokens_total');
+    const accepted = metric(values, 'kipp_accepted_draft_tokens_total');
+    console.log(`speculation: ${accepted} of ${drafted} drafted tokens accepted`);
+    // The tiny model's greedy answers repeat a token, which lookup drafts right; rejected drafts
+    // are exercised by the scheduler's own test (SchedulerTest.SpeculationUnderLoad...).
+    assert.ok(accepted > 0 && accepted <= drafted, 'drafts were made and kept');
+    // A request's own counts come back in its timings, under llama-server's names.
+    const response = await fetch(server.url + '/v1/completions', { method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...templates[1].body, max_tokens: 24 }) });
+    const { timings } = await response.json();
+    assert.ok(timings.draft_n > 0 && timings.draft_n_accepted <= timings.draft_n, JSON.stringify(timings));
+  }
   assert.ok(endRss - warmRss < 16 * 2 ** 20, `RSS grew by ${((endRss - warmRss) / 2 ** 20).toFixed(1)} MiB`);
 } finally {
   assert.equal(await server.stop(), 0, 'a clean exit on SIGTERM');
