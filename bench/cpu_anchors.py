@@ -12,6 +12,9 @@ rounds) and Kipp's ratio to the best anchor of each figure.
         --anchor "ik_llama.cpp -rtr=/path/ik_llama.cpp/build/bin/llama-bench -rtr 1" \\
         --threads 2 --rounds 3 [--depth 4096] FILE.gguf [FILE.gguf:--int8-activations ...]
 
+An anchor's flags go after its path: `--anchor "llama.cpp kv-q8_0=PATH -ctk q8_0 -ctv q8_0 -fa 1"`
+measures its 8-bit KV cache beside `FILE.gguf:--kv-cache q8_0`.
+
 A FILE may carry extra `kipp bench` flags after a colon (they apply to Kipp only). Figures: pp512
 (prefill of 512 tokens), tg128 (128 single-token steps from an empty context) and, with --depth D,
 tg32 after D cached tokens. Kipp reports medians of its own repetitions and llama-bench means;
@@ -65,11 +68,11 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--depth", type=int, default=0, help="also tg32 after this many cached tokens")
-    parser.add_argument("--figures", default="pp512,tg128", help="comma-separated: pp512, tg128")
+    parser.add_argument("--figures", default="pp512,tg128", help="comma-separated: pp512, tg128 (empty: only --depth)")
     parser.add_argument("models", nargs="+", help="FILE.gguf[:kipp flags]")
     args = parser.parse_args()
     anchors = [tuple(a.split("=", 1)) for a in args.anchor]
-    figures = args.figures.split(",") + ([f"tg32@{args.depth}"] if args.depth else [])
+    figures = [f for f in args.figures.split(",") if f] + ([f"tg32@{args.depth}"] if args.depth else [])
 
     samples = {}  # (model spec, figure, engine) -> [tok/s]
     for round_index in range(args.rounds):

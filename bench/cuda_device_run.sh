@@ -52,7 +52,7 @@ gate() {  # model scheme
 graphs_equal_plain() {
   local args=(generate --model $models/qwen3-tiny.bf16.gguf --backend cuda --greedy -n 48 --prompt "Once upon a time")
   local with without
-  with=$("$kipp" "${args[@]}") && without=$(KIPP_CUDA_GRAPHS=0 "$kipp" "${args[@]}") && [[ "$with" == "$without" ]]
+  with=$("$kipp" "${args[@]}") && without=$("$kipp" "${args[@]}" --no-cuda-graphs) && [[ "$with" == "$without" ]]
 }
 
 server_suite() {  # the server's npm-client and socket tests, every server on the GPU

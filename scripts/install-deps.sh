@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 debian_packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
   libutf8proc-dev libpcre2-dev libboost-dev
   python3 python3-numpy python3-jinja2

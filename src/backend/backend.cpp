@@ -23,7 +23,8 @@ unsigned default_cpu_threads() { return cpu::physical_cores(); }
 #ifdef KIPP_HAVE_CUDA
 static bool cuda_linked() { return true; }
 #else
-[[gnu::weak]] Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model);
+[[gnu::weak]] Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model,
+                                                                       const BackendOptions& options);
 static bool cuda_linked() { return &create_cuda_backend != nullptr; }
 #endif
 
@@ -36,12 +37,14 @@ Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, cons
                                                      const BackendOptions& options) {
   if (name == "cpu") return create_cpu_backend(model, options);
   if (options.int8_activations) return fail("--int8-activations applies to the cpu backend only, not ", name);
+  if (!options.cpu_isa.empty()) return fail("--cpu-isa applies to the cpu backend only, not ", name);
+  if (!options.cuda_graphs && name != "cuda") return fail("--no-cuda-graphs applies to the cuda backend only, not ", name);
   if (name == "cpu-ref") return create_cpu_ref_backend(model, options.kv_cache);
   if (name == "cuda" && cuda_linked()) {
     if (options.kv_cache != KvFormat::bf16)
       return fail("--kv-cache ", kv_format_name(options.kv_cache),
                   " is not offered by the cuda backend, whose cache is BF16 (cpu and cpu-ref offer it)");
-    return create_cuda_backend(model);
+    return create_cuda_backend(model, options);
   }
   std::string known;
   for (std::string_view n : backend_names()) known += (known.empty() ? "" : ", ") + std::string(n);

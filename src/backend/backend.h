@@ -106,16 +106,20 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model);
 Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model, KvFormat kv_cache = KvFormat::bf16);
 
 
-// The CUDA backend (builds with -DKIPP_CUDA=ON only): weights and KV on the first NVIDIA GPU.
-Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model);
-
 struct BackendOptions {
   unsigned threads = 0;           // CPU threads; 0 = one per physical core
   bool int8_activations = false;  // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
   KvFormat kv_cache = KvFormat::bf16;  // cpu and cpu-ref; cuda stores BF16 only
+  // cpu: "portable", "avx2" or "avx512" runs that kernel set (one the processor supports);
+  // empty runs the best it supports (cpu/cpu_features.h).
+  std::string cpu_isa = {};
+  bool cuda_graphs = true;  // cuda: replay captured decode steps; false launches every kernel
 };
 
-// The fast CPU backend: SIMD kernels chosen at load (KIPP_CPU_ISA forces a set) on
+// The CUDA backend (builds with -DKIPP_CUDA=ON only): weights and KV on the first NVIDIA GPU.
+Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model, const BackendOptions& options);
+
+// The fast CPU backend: SIMD kernels chosen at load (options.cpu_isa forces a set) on
 // options.threads threads.
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options);
 

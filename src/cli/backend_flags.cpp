@@ -20,10 +20,22 @@ void BackendFlags::add_to(CLI::App& app) {
                  "how the KV cache stores K and V: bf16 (default) or q8_0 (53% of the bytes per token, "
                  "slightly further from the BF16 cache: docs/MODELS.md; cpu and cpu-ref)")
       ->check(CLI::IsMember({"bf16", "q8_0"}));
+  app.add_option("--cpu-isa", cpu_isa,
+                 "cpu backend: run this kernel set instead of the best the processor supports: portable, avx2 or "
+                 "avx512 (for comparisons and tests)")
+      ->check(CLI::IsMember({"portable", "avx2", "avx512"}));
+  app.add_flag("--no-cuda-graphs", no_cuda_graphs,
+               "cuda backend: launch every kernel of a decode step instead of replaying its captured graph");
 }
 
 Result<std::unique_ptr<BackendModel>> BackendFlags::create(const ModelFile& model) const {
-  return create_backend(name, model, {threads, int8_activations, kv_cache()});
+  BackendOptions options;
+  options.threads = threads;
+  options.int8_activations = int8_activations;
+  options.kv_cache = kv_cache();
+  options.cpu_isa = cpu_isa;
+  options.cuda_graphs = !no_cuda_graphs;
+  return create_backend(name, model, options);
 }
 
 }  // namespace kipp::cli

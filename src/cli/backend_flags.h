@@ -1,4 +1,4 @@
-// The --backend, --threads, --int8-activations and --kv-cache flags of the commands that run a model, and
+// The --backend, --threads, --int8-activations, --kv-cache, --cpu-isa and --no-cuda-graphs flags of the commands that run a model, and
 // the backend they make.
 #pragma once
 
@@ -21,6 +21,8 @@ struct BackendFlags {
   unsigned threads = 0;  // 0: one per physical core
   bool int8_activations = false;
   std::string kv_cache_name = "bf16";  // --kv-cache: bf16 or q8_0
+  std::string cpu_isa = {};            // --cpu-isa: empty for the best the processor has
+  bool no_cuda_graphs = false;
 
   KvFormat kv_cache() const { return kv_cache_name == "q8_0" ? KvFormat::q8_0 : KvFormat::bf16; }
 

@@ -1,5 +1,6 @@
 #include "convert/hf_tokenizer.h"
 
+#include <charconv>
 #include <map>
 #include <unordered_map>
 
@@ -99,14 +100,11 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
   if (auto it = config.find("added_tokens_decoder"); it != config.end()) {
     if (!it->is_object()) return fail("tokenizer_config.json: added_tokens_decoder must be an object");
     for (const auto& [key, token] : it->items()) {
+      // Decimal digits only: no sign, space or suffix (std::stoull would take " -1" and wrap it).
       uint64_t id = 0;
-      try {
-        size_t used = 0;
-        id = std::stoull(key, &used);
-        if (used != key.size()) throw std::invalid_argument(key);
-      } catch (const std::exception&) {
+      const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (key.empty() || error != std::errc() || end != key.data() + key.size())
         return fail("tokenizer_config.json: added_tokens_decoder key \"", key, "\" is not a token id");
-      }
       KIPP_ASSIGN(std::string content, json::get_string(token, "content", "tokenizer_config.json added token " + key));
       added[id] = {content, token.is_object() && token.value("special", false)};
     }

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include "util/ascii.h"
+
 namespace kipp::pull {
 namespace {
 
@@ -25,11 +27,6 @@ std::string trim(std::string_view text) {
   while (begin < end && std::isspace(static_cast<unsigned char>(text[begin]))) ++begin;
   while (end > begin && std::isspace(static_cast<unsigned char>(text[end - 1]))) --end;
   return std::string(text.substr(begin, end - begin));
-}
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 // An ETag value without the weak marker and the quotes: W/"abc" -> abc.
@@ -132,7 +129,7 @@ struct HttpClient::Transfer {
     }
     const size_t colon = line.find(':');
     if (colon == std::string::npos) return bytes;
-    const std::string name = lower(trim(std::string_view(line).substr(0, colon)));
+    const std::string name = ascii_lower(trim(std::string_view(line).substr(0, colon)));
     const std::string value = trim(std::string_view(line).substr(colon + 1));
     self.response.headers[name] = value;
     if (name == "x-linked-etag") self.response.linked_etag = unquote_etag(value);
@@ -280,7 +277,7 @@ std::string url_origin(const std::string& url) {
       curl_url_get(handle, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
       curl_url_get(handle, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
       curl_url_get(handle, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
-    origin = lower(std::string(scheme) + "://" + host + ":" + port);
+    origin = ascii_lower(std::string(scheme) + "://" + host + ":" + port);
   curl_free(scheme);
   curl_free(host);
   curl_free(port);

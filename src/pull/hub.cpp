@@ -1,9 +1,9 @@
 #include "pull/hub.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 
+#include "util/ascii.h"
 #include "util/json_fields.h"
 
 namespace kipp::pull {
@@ -11,11 +11,6 @@ namespace {
 
 constexpr uint64_t kListingPageBytes = 16ull << 20;
 constexpr int kMaxListingPages = 100;
-
-std::string lower(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
 
 Status parse_listing_entry(const json::Json& entry, const std::string& what, std::map<std::string, HubFile>& files) {
   KIPP_ASSIGN(std::string type, json::get_string(entry, "type", what));
@@ -29,7 +24,7 @@ Status parse_listing_entry(const json::Json& entry, const std::string& what, std
   auto lfs = entry.find("lfs");
   if (lfs != entry.end() && !lfs->is_null()) {
     KIPP_ASSIGN(std::string oid, json::get_string(*lfs, "oid", entry_what + " lfs"));
-    oid = lower(oid);
+    oid = ascii_lower(oid);
     if (oid.rfind("sha256:", 0) == 0) oid = oid.substr(7);
     if (!is_lower_hex(oid, 64)) return fail(entry_what, ": lfs.oid \"", oid, "\" is not a SHA-256 in hex");
     if (lfs->contains("size")) {
@@ -40,7 +35,7 @@ Status parse_listing_entry(const json::Json& entry, const std::string& what, std
     file.sha256_source = "tree listing";
   } else {
     KIPP_ASSIGN(std::string oid, json::get_string(entry, "oid", entry_what));
-    oid = lower(oid);
+    oid = ascii_lower(oid);
     if (!is_lower_hex(oid, 40)) return fail(entry_what, ": oid \"", oid, "\" is not a git blob id (40 hex digits)");
     file.git_sha1 = oid;
   }
@@ -150,7 +145,7 @@ Result<std::optional<HubFile>> probe_file(const HubClient& client, const HubRepo
 }
 
 Status merge_linked_etag(HubFile& file, const std::string& linked_etag) {
-  const std::string etag = lower(linked_etag);
+  const std::string etag = ascii_lower(linked_etag);
   if (!is_lower_hex(etag, 64)) return {};  // absent, or not an LFS SHA-256 (some other server's etag)
   if (file.sha256.empty()) {
     file.sha256 = etag;

@@ -12,17 +12,12 @@
 #include "server/api_response.h"
 #include "server/openai_responder.h"
 #include "server/token_routes.h"
+#include "util/sha256.h"
 
 namespace kipp::server {
 namespace {
 
 // Compares without stopping at the first difference, so the time taken says nothing of the key.
-bool same_secret(std::string_view a, std::string_view b) {
-  unsigned char difference = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) difference |= uint8_t(a[i] ^ (i < b.size() ? b[i] : 0));
-  return difference == 0;
-}
-
 // The thinking layout of a chat answer, from the checkpoint's variant and the request.
 ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) {
   switch (variant) {

@@ -1,8 +1,9 @@
 #include "server/cors.h"
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
+
+#include "util/ascii.h"
 
 namespace kipp::server {
 namespace {
@@ -10,7 +11,7 @@ namespace {
 // The request headers a page may send: what the official OpenAI and Anthropic SDKs set. The
 // x-stainless-* family grows with SDK versions, so the preflight's list is answered by rule.
 bool allowed_header(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  name = ascii_lower(std::move(name));
   for (const char* exact : {"authorization", "content-type", "accept", "openai-organization", "openai-project",
                             "x-api-key", "anthropic-version", "anthropic-beta"})
     if (name == exact) return true;

@@ -1,5 +1,6 @@
 #include "util/sha256.h"
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include <cstdio>
@@ -59,6 +60,11 @@ Sha256::Sha256() : state_(std::make_unique<State>()) {}
 Sha256::~Sha256() = default;
 void Sha256::update(const void* data, size_t size) { state_->digest.update(data, size); }
 std::string Sha256::hex_digest() { return state_->digest.finish(); }
+
+bool same_secret(std::string_view offered, std::string_view expected) {
+  const std::string a = sha256_hex(offered), b = sha256_hex(expected);
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
 
 std::string sha256_hex(std::string_view bytes) {
   Sha256 hash;

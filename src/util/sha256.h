@@ -28,6 +28,11 @@ class Sha256 {
 
 std::string sha256_hex(std::string_view bytes);
 
+// Whether an offered secret (an API key) equals the expected one, in time that depends on
+// neither: their SHA-256 digests, of equal length whatever the inputs, are compared with
+// OpenSSL's constant-time CRYPTO_memcmp.
+bool same_secret(std::string_view offered, std::string_view expected);
+
 // SHA-256 of a whole file, read in chunks.
 Result<std::string> sha256_file(const std::string& path);
 

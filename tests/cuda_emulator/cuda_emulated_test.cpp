@@ -51,9 +51,9 @@ TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
   // Two sessions: a prefill each, then decode steps of one and of both (batch sizes 1 and 2),
   // across a 32-position block boundary.
   auto run = [&](bool graphs) {
-    if (!graphs) setenv("KIPP_CUDA_GRAPHS", "0", 1);
-    auto cuda = create_backend("cuda", **file);
-    unsetenv("KIPP_CUDA_GRAPHS");
+    BackendOptions options;
+    options.cuda_graphs = graphs;
+    auto cuda = create_backend("cuda", **file, options);
     std::vector<float> logits;
     if (!cuda.ok()) return logits;
     auto s1 = (*cuda)->create_session(64), s2 = (*cuda)->create_session(64);
@@ -72,7 +72,7 @@ TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
   };
   const uint64_t before = kipp_emu::graph_launches();
   const std::vector<float> plain = run(false);
-  EXPECT_EQ(kipp_emu::graph_launches(), before) << "KIPP_CUDA_GRAPHS=0 launches kernel by kernel";
+  EXPECT_EQ(kipp_emu::graph_launches(), before) << "--no-cuda-graphs launches kernel by kernel";
   const std::vector<float> replayed = run(true);
   EXPECT_EQ(kipp_emu::graph_launches() - before, 8u) << "every decode step is a graph replay";
   ASSERT_FALSE(plain.empty());

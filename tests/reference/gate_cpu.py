@@ -12,7 +12,7 @@ Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; c
                          cpu-ref logits against the BF16 artifact's), and argmax agreement >= 99%.
   int8                   affine4_gs32 with --int8-activations: the same NMSE bound; argmax agreement
                          >= 95%, a measured floor (docs/ARCHITECTURE.md says why not 99%).
-A set other than `detected` is forced with KIPP_CPU_ISA. Exit status 1 if any comparison fails.
+A set other than `detected` is forced with --cpu-isa. Exit status 1 if any comparison fails.
 """
 import argparse
 import os
@@ -51,12 +51,9 @@ def main():
         return os.path.join(args.models, f"{args.model}.{artifact}.gguf")
 
     def logits(artifact, backend, ids, out, isa="detected", flags=()):
-        env = dict(os.environ)
-        env.pop("KIPP_CPU_ISA", None)
-        if isa != "detected":
-            env["KIPP_CPU_ISA"] = isa
+        forced = ["--cpu-isa", isa] if isa != "detected" else []
         subprocess.run([args.kipp, "logits", "--model", path(artifact), "--ids", ids, "--all-positions", "--backend",
-                        backend, "--out", out, *flags], check=True, env=env)
+                        backend, "--out", out, *forced, *flags], check=True)
         return out
 
     def load(file):

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/cpu_features.h"
 #include "logit_checks.h"
 #include "test_paths.h"
 
@@ -21,10 +22,11 @@ struct Case {
   std::string backend;
   std::string model;
   KvFormat kv_cache = KvFormat::bf16;
+  std::string cpu_isa = {};  // cpu: a kernel set other than the detected one
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.backend << " " << c.model << " kv " << kv_format_name(c.kv_cache);
+  *out << c.backend << " " << c.model << " kv " << kv_format_name(c.kv_cache) << " " << c.cpu_isa;
 }
 
 using testing::argmax;
@@ -40,6 +42,7 @@ class BackendContract : public ::testing::TestWithParam<Case> {
     file_ = std::move(file).value();
     BackendOptions options;
     options.kv_cache = GetParam().kv_cache;
+    options.cpu_isa = GetParam().cpu_isa;
     auto backend = create_backend(GetParam().backend, *file_, options);
     ASSERT_TRUE(backend.ok()) << backend.error().message;
     backend_ = std::move(backend).value();
@@ -376,21 +379,28 @@ TEST_P(BackendContract, SessionsOutliveADestroyedModelSafely) {
 
 // Every backend with the BF16 cache; the backends that offer it with the Q8_0 cache as well, so
 // paging through scrambled tables, pooled sharing and cached decode against recomputation are
-// re-stated for it.
+// re-stated for it; and cpu with every kernel set below the detected one (portable always, avx2
+// where avx512 is detected), so each set's kernels keep the contract on this machine.
 std::vector<Case> cases() {
   std::vector<Case> all;
   for (std::string_view backend : backend_names())
     for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) {
-      all.push_back({std::string(backend), model});
-      if (backend != "cuda") all.push_back({std::string(backend), model, KvFormat::q8_0});
+      for (const KvFormat kv : {KvFormat::bf16, KvFormat::q8_0}) {
+        if (kv == KvFormat::q8_0 && backend == "cuda") continue;
+        all.push_back({std::string(backend), model, kv});
+        if (backend != "cpu") continue;
+        all.push_back({std::string(backend), model, kv, "portable"});
+        if (cpu::detected_isa() == cpu::Isa::avx512) all.push_back({std::string(backend), model, kv, "avx2"});
+      }
     }
   return all;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
-                           std::string name = param_info.param.backend + "_" + param_info.param.model +
-                                              (param_info.param.kv_cache == KvFormat::q8_0 ? "_kv_q8_0" : "");
+                           const Case& c = param_info.param;
+                           std::string name = c.backend + (c.cpu_isa.empty() ? "" : "_" + c.cpu_isa) + "_" + c.model +
+                                              (c.kv_cache == KvFormat::q8_0 ? "_kv_q8_0" : "");
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });

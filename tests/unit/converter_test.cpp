@@ -183,6 +183,18 @@ TEST(Convert, MergesAddedTokensFromTokenizerConfig) {
   EXPECT_EQ(tokenizer.token_types[151935], int32_t(gguf::TokenType::unused));
 }
 
+TEST(Convert, RejectsAnAddedTokenKeyThatIsNotADecimalId) {
+  const char* keys[] = {" 151700", "-1", "+151700", "151700x", "0x10"};
+  for (size_t i = 0; i < std::size(keys); ++i) {
+    const std::string key = keys[i];
+    const std::string dir = mutable_source("added-key-" + std::to_string(i));
+    edit_json(dir + "/tokenizer_config.json", [&](json& config) {
+      config["added_tokens_decoder"][key] = {{"content", "<odd>"}, {"special", false}};
+    });
+    expect_error(convert(dir, dir + "/../out.gguf"), "is not a token id");
+  }
+}
+
 TEST(Convert, FailureLeavesAnExistingOutputUntouchedAndNoTemporary) {
   const std::string dir = mutable_source("atomic");
   const std::string out = dir + "/../precious.gguf";

@@ -47,19 +47,18 @@ TEST(CpuThreadPool, SplitCoversTheRangeInGrains) {
 }
 
 TEST(CpuFeatures, ForcedKernelSetIsCheckedAgainstTheProcessor) {
-  ::setenv("KIPP_CPU_ISA", "portable", 1);
-  auto portable = cpu::chosen_isa();
+  EXPECT_EQ(cpu::chosen_isa("").value(), cpu::detected_isa());
+  auto portable = cpu::chosen_isa("portable");
   ASSERT_TRUE(portable.ok());
   EXPECT_EQ(portable.value(), cpu::Isa::portable);
-  ::setenv("KIPP_CPU_ISA", "sse9", 1);
-  auto unknown = cpu::chosen_isa();
+  auto unknown = cpu::chosen_isa("sse9");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("expected portable, avx2 or avx512"), std::string::npos);
+  EXPECT_NE(unknown.error().message.find("--cpu-isa sse9: expected portable, avx2 or avx512"), std::string::npos);
   if (cpu::detected_isa() != cpu::Isa::avx512) {
-    ::setenv("KIPP_CPU_ISA", "avx512", 1);
-    EXPECT_FALSE(cpu::chosen_isa().ok());
+    auto beyond = cpu::chosen_isa("avx512");
+    ASSERT_FALSE(beyond.ok());
+    EXPECT_NE(beyond.error().message.find("this processor supports up to"), std::string::npos);
   }
-  ::unsetenv("KIPP_CPU_ISA");
   EXPECT_GE(cpu::physical_cores(), 1u);
 }
 

@@ -426,8 +426,12 @@ TEST_F(SchedulerTest, SpeculationUnderLoadAnswersExactlyAsPlainDecodingAlone) {
     ASSERT_TRUE(outcome.finish[0]);
     EXPECT_EQ(*outcome.finish[0], expected.finish) << "request " << i;
     EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << "request " << i;
-    if (requests[i].logprobs) EXPECT_EQ(outcome.tokens[0].size(), expected.tokens.size()) << "request " << i;
-    if (!requests[i].sampling.greedy()) EXPECT_EQ(outcome.report.draft_tokens, 0u) << "request " << i;
+    if (requests[i].logprobs) {
+      EXPECT_EQ(outcome.tokens[0].size(), expected.tokens.size()) << "request " << i;
+    }
+    if (!requests[i].sampling.greedy()) {
+      EXPECT_EQ(outcome.report.draft_tokens, 0u) << "request " << i;
+    }
     EXPECT_LE(outcome.report.accepted_draft_tokens, outcome.report.draft_tokens);
     drafted += outcome.report.draft_tokens;
     accepted += outcome.report.accepted_draft_tokens;

@@ -2,7 +2,6 @@
 
 #include <cpuid.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -49,17 +48,16 @@ Isa detected_isa() {
   return Isa::portable;
 }
 
-Result<Isa> chosen_isa() {
+Result<Isa> chosen_isa(std::string_view forced) {
   const Isa best = detected_isa();
-  const char* forced = std::getenv("KIPP_CPU_ISA");
-  if (!forced || !*forced) return best;
+  if (forced.empty()) return best;
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
     if (isa_name(isa) != forced) continue;
     if (int(isa) > int(best))
-      return fail("KIPP_CPU_ISA=", forced, ": this processor supports up to ", isa_name(best));
+      return fail("--cpu-isa ", forced, ": this processor supports up to ", isa_name(best));
     return isa;
   }
-  return fail("KIPP_CPU_ISA=", forced, ": expected portable, avx2 or avx512");
+  return fail("--cpu-isa ", forced, ": expected portable, avx2 or avx512");
 }
 
 unsigned physical_cores() {

@@ -307,7 +307,7 @@ namespace kipp {
 
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
   unsigned threads = options.threads;
-  KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa());
+  KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa(options.cpu_isa));
   if (threads == 0) threads = default_cpu_threads();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
   auto pool = std::make_unique<cpu::ThreadPool>(threads);

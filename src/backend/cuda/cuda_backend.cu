@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <map>
@@ -67,11 +66,6 @@ struct BatchInts {
   std::vector<int32_t> values;
 };
 
-bool env_is(const char* name, const char* value) {
-  const char* set = std::getenv(name);
-  return set && std::strcmp(set, value) == 0;
-}
-
 class Session final : public PositionedSession {
  public:
   Session(std::shared_ptr<DeviceKvStore> store, uint32_t capacity, bool pooled, std::shared_ptr<const int> token)
@@ -91,12 +85,12 @@ struct Activations {
 
 class Model final : public BackendModel {
  public:
-  static Result<std::unique_ptr<BackendModel>> create(const ModelFile& file) {
+  static Result<std::unique_ptr<BackendModel>> create(const ModelFile& file, bool graphs) {
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
       return fail("the cuda backend needs an NVIDIA GPU: no CUDA device is visible");
     KIPP_TRY(check(cudaSetDevice(0), "selecting device 0"));
-    std::unique_ptr<Model> model(new Model(file));
+    std::unique_ptr<Model> model(new Model(file, graphs));
     KIPP_TRY(model->upload_weights());
     KIPP_TRY(check(cudaStreamCreateWithFlags(&model->stream_, cudaStreamNonBlocking), "creating a stream"));
     cudaDeviceProp properties{};
@@ -173,7 +167,8 @@ class Model final : public BackendModel {
   }
 
  private:
-  explicit Model(const ModelFile& file) : file_(file), c_(file.checkpoint()), checker_(c_.vocab()) {}
+  Model(const ModelFile& file, bool graphs)
+      : file_(file), c_(file.checkpoint()), checker_(c_.vocab()), graphs_enabled_(graphs) {}
 
   // Each tensor once (a tied head is the embedding's copy), in the planes of weight_planes.h; Q, K
   // and V stacked into one device weight, gate and up interleaved row by row into another.
@@ -346,9 +341,9 @@ class Model final : public BackendModel {
   void* pinned_logits_ = nullptr;
   size_t pinned_bytes_ = 0;
   std::shared_ptr<DeviceKvStore> pool_;
-  // Captured decode steps by batch size (KIPP_CUDA_GRAPHS=0 launches every kernel instead).
+  // Captured decode steps by batch size (--no-cuda-graphs launches every kernel instead).
   std::map<uint32_t, DeviceGraph> decode_graphs_;
-  bool graphs_enabled_ = !env_is("KIPP_CUDA_GRAPHS", "0");
+  const bool graphs_enabled_;
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
 };
 
@@ -357,8 +352,8 @@ class Model final : public BackendModel {
 
 namespace kipp {
 
-Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model) {
-  return cuda::Model::create(model);
+Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model, const BackendOptions& options) {
+  return cuda::Model::create(model, options.cuda_graphs);
 }
 
 }  // namespace kipp
