@@ -230,6 +230,19 @@ class SchedulerTest : public ::testing::Test {
     return result ? *result : Generation{};
   }
 
+  // The first choice's text, finish reason and token count (and logprob entries, when asked for)
+  // are those of the same request generated alone.
+  void expect_answered_as_alone(const Outcome& outcome, const CompletionRequest& request, const std::string& what) {
+    const Generation expected = alone(request);
+    EXPECT_EQ(outcome.text[0], expected.text) << what;
+    ASSERT_TRUE(outcome.finish[0]) << what;
+    EXPECT_EQ(*outcome.finish[0], expected.finish) << what;
+    EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << what;
+    if (request.logprobs) {
+      EXPECT_EQ(outcome.tokens[0].size(), expected.tokens.size()) << what;
+    }
+  }
+
   static std::vector<uint32_t> random_prompt(std::mt19937& rng, uint32_t length) {
     std::vector<uint32_t> prompt(length);
     for (uint32_t& id : prompt) id = rng() % 150000;
@@ -273,11 +286,7 @@ TEST_F(SchedulerTest, ConcurrentGreedyRequestsEachEqualTheSameRequestAlone) {
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome outcome = outcomes[i].get();
-    const Generation expected = alone(requests[i]);
-    EXPECT_EQ(outcome.text[0], expected.text) << "request " << i;
-    ASSERT_TRUE(outcome.finish[0]);
-    EXPECT_EQ(*outcome.finish[0], expected.finish) << "request " << i;
-    EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << "request " << i;
+    expect_answered_as_alone(outcome, requests[i], "request " + std::to_string(i));
     EXPECT_EQ(outcome.report.prompt_tokens, requests[i].prompt.size());
     EXPECT_FALSE(outcome.report.error);
   }
@@ -421,14 +430,7 @@ TEST_F(SchedulerTest, SpeculationUnderLoadAnswersExactlyAsPlainDecodingAlone) {
   uint32_t drafted = 0, accepted = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome outcome = outcomes[i].get();
-    const Generation expected = alone(requests[i]);
-    EXPECT_EQ(outcome.text[0], expected.text) << "request " << i;
-    ASSERT_TRUE(outcome.finish[0]);
-    EXPECT_EQ(*outcome.finish[0], expected.finish) << "request " << i;
-    EXPECT_EQ(outcome.report.completion_tokens, expected.tokens.size()) << "request " << i;
-    if (requests[i].logprobs) {
-      EXPECT_EQ(outcome.tokens[0].size(), expected.tokens.size()) << "request " << i;
-    }
+    expect_answered_as_alone(outcome, requests[i], "request " + std::to_string(i));
     if (!requests[i].sampling.greedy()) {
       EXPECT_EQ(outcome.report.draft_tokens, 0u) << "request " << i;
     }
@@ -470,7 +472,11 @@ TEST_F(SchedulerTest, ACancelledRequestEndsAndOthersAreUntouched) {
   std::shared_ptr<RequestTicket> ticket;
   auto victim_outcome = submit(victim, &ticket);
   auto bystander_outcome = submit(bystander);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Cancelled once it is generating (tokens counted), however long that took to happen.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (scheduler_->stats().generated_tokens < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_GE(scheduler_->stats().generated_tokens, 3u) << "the requests never started generating";
   ticket->cancel();
   const Outcome cancelled = victim_outcome.get();
   EXPECT_TRUE(cancelled.report.cancelled);
