@@ -53,8 +53,7 @@ void widen_kv_values(KvFormat format, const std::byte* row, uint32_t first, uint
 }
 
 KvStore::KvStore(uint32_t layers, uint32_t kv_width, uint32_t blocks, KvFormat format)
-    : format_(format),
-      layers_(layers),
+    : layers_(layers),
       blocks_(blocks),
       row_bytes_(kv_row_bytes(format, kv_width)),
       layer_bytes_(size_t(blocks) * kKvBlockTokens * row_bytes_),

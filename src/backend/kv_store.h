@@ -35,7 +35,6 @@ class KvStore {
   KvStore(uint32_t layers, uint32_t kv_width, uint32_t blocks, KvFormat format);
 
   uint32_t blocks() const { return blocks_; }
-  KvFormat format() const { return format_; }
   size_t row_bytes() const { return row_bytes_; }
   size_t bytes() const { return 2 * layer_bytes_ * layers_; }
 
@@ -54,7 +53,6 @@ class KvStore {
   };
   using Buffer = std::unique_ptr<std::byte[], Free>;
 
-  KvFormat format_;
   uint32_t layers_, blocks_;
   size_t row_bytes_, layer_bytes_;
   Buffer k_, v_;

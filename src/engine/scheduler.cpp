@@ -407,11 +407,11 @@ void Scheduler::evaluate() {
 uint32_t Scheduler::draft(Sequence& sequence) {
   if (!sequence.gate || !sequence.gate->should_draft()) return 0;
   const uint32_t room = sequence.request->spec.max_tokens - sequence.generated - 1;
-  const std::vector<uint32_t> draft = lookup_draft(sequence.tokens, std::min(kMaxDraftTokens, room));
-  if (draft.empty()) return 0;
+  const std::vector<uint32_t> guess = lookup_draft(sequence.tokens, std::min(kMaxDraftTokens, room));
+  if (guess.empty()) return 0;
   sequence.draft_item.assign(1, sequence.tokens.back());
-  sequence.draft_item.insert(sequence.draft_item.end(), draft.begin(), draft.end());
-  return uint32_t(draft.size());
+  sequence.draft_item.insert(sequence.draft_item.end(), guess.begin(), guess.end());
+  return uint32_t(guess.size());
 }
 
 // Row i of the logits follows draft token i - 1 (row 0 the last sampled token). Each row's token

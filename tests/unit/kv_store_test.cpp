@@ -71,20 +71,21 @@ TEST(KvStore, RowsOfLayersBlocksAndSlotsDoNotOverlap) {
   for (const KvFormat format : {KvFormat::bf16, KvFormat::q8_0}) {
     KvStore store(3, 64, 2, format);
     EXPECT_EQ(store.bytes(), 2 * 3 * 2 * 32 * kv_row_bytes(format, 64));
-    // Every row of K and V gets its own byte pattern; each must survive all the later writes.
-    uint8_t pattern = 1;
+    // Every row of K and V gets a byte pattern (1..251, repeating only 251 rows apart), which must
+    // survive all the later writes: two rows that overlapped would leave the later one's.
+    uint32_t pattern = 0;
     for (uint32_t layer = 0; layer < 3; ++layer)
       for (uint32_t block = 0; block < 2; ++block)
         for (uint32_t slot = 0; slot < 32; ++slot) {
-          std::memset(store.k_row(layer, block, slot), pattern++, store.row_bytes());
-          std::memset(store.v_row(layer, block, slot), pattern++, store.row_bytes());
+          std::memset(store.k_row(layer, block, slot), int(pattern++ % 251 + 1), store.row_bytes());
+          std::memset(store.v_row(layer, block, slot), int(pattern++ % 251 + 1), store.row_bytes());
         }
-    pattern = 1;
+    pattern = 0;
     for (uint32_t layer = 0; layer < 3; ++layer)
       for (uint32_t block = 0; block < 2; ++block)
         for (uint32_t slot = 0; slot < 32; ++slot)
           for (std::byte* row : {store.k_row(layer, block, slot), store.v_row(layer, block, slot)}) {
-            const uint8_t want = pattern++;
+            const uint8_t want = uint8_t(pattern++ % 251 + 1);
             for (size_t i = 0; i < store.row_bytes(); ++i) ASSERT_EQ(uint8_t(row[i]), want) << layer << " " << block << " " << slot;
           }
   }

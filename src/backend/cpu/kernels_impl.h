@@ -500,12 +500,14 @@ struct Bf16Rows {
   vf load(const std::byte* head, uint32_t d) const { return load_bf16(reinterpret_cast<const uint16_t*>(head) + d); }
 };
 
-// A Q8_0 row: 34-byte blocks of an FP16 scale and 32 int8. scale x integer is exact in FP32.
+// A Q8_0 row: blocks of an FP16 scale and 32 int8 (quant/blocks.h's BlockQ8_0, whose header this
+// file does not include). scale x integer is exact in FP32.
 struct Q8_0Rows {
+  static constexpr size_t kBlockBytes = 2 + kBlock;
   const float* fp16;  // fp16_table()
-  static size_t bytes_of(uint32_t values) { return size_t(values) / kBlock * 34; }
+  static size_t bytes_of(uint32_t values) { return size_t(values) / kBlock * kBlockBytes; }
   vf load(const std::byte* head, uint32_t d) const {
-    const std::byte* block = head + size_t(d / kBlock) * 34;
+    const std::byte* block = head + size_t(d / kBlock) * kBlockBytes;
     uint16_t scale;
     __builtin_memcpy(&scale, block, 2);
     const int8_t* q = reinterpret_cast<const int8_t*>(block + 2) + d % kBlock;
