@@ -111,12 +111,13 @@ int run_serve(const ServeArgs& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  server::HttpLimits limits;
-  limits.max_connections = args.max_connections;
-  limits.max_body_bytes = args.max_body_bytes;
-  limits.request_timeout = millis(args.request_timeout);
-  limits.idle_timeout = millis(args.idle_timeout);
-  limits.write_timeout = millis(args.write_timeout);
+  server::HttpServerOptions http_options;
+  http_options.limits.max_connections = args.max_connections;
+  http_options.limits.max_body_bytes = args.max_body_bytes;
+  http_options.limits.request_timeout = millis(args.request_timeout);
+  http_options.limits.idle_timeout = millis(args.idle_timeout);
+  http_options.limits.write_timeout = millis(args.write_timeout);
+  http_options.error_format = server::http_error_response;
 
   std::atomic<server::ApiServer*> api{nullptr};
   auto handler = server::with_cors({args.cors_origins}, [&api](server::HttpRequest request,
@@ -124,7 +125,7 @@ int run_serve(const ServeArgs& args) {
     if (server::ApiServer* ready = api.load()) return ready->handle(std::move(request), std::move(exchange));
     server::answer_while_loading(request, exchange);
   });
-  auto http = server::HttpServer::create(args.host, args.port, limits, handler);
+  auto http = server::HttpServer::create(args.host, args.port, std::move(http_options), handler);
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
   std::unique_ptr<server::AgentPort> agent;

@@ -49,7 +49,7 @@ class AnthropicResponder : public Responder {
   void on_done(const RequestReport& report) override {
     if (report.error) {
       const ApiError error{500, "generation failed: " + *report.error, "", "api_error"};
-      if (!stream_) return exchange_->respond(json_response(500, anthropic_error_json(error)));
+      if (!stream_) return exchange_->respond(error_response(ApiDialect::anthropic, error));
       send(named_sse_event("error", anthropic_error_json(error)));
       if (started_) exchange_->finish();
       return;

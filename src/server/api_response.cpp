@@ -169,6 +169,16 @@ Json error_body(ApiDialect dialect, const ApiError& error) {
   return dialect == ApiDialect::anthropic ? anthropic_error_json(error) : error_json(error);
 }
 
+HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeaders headers) {
+  return json_response(error.status, error_body(dialect, error), std::move(headers));
+}
+
+// The layer sends no type of its own: a server fault or the client's, as the status says.
+HttpResponse http_error_response(const HttpError& error) {
+  const char* type = error.status >= 500 ? "server_error" : "invalid_request_error";
+  return error_response(ApiDialect::openai, {error.status, error.message, "", type, error.code});
+}
+
 std::string random_id(std::string_view prefix, size_t digits) { return std::string(prefix) + random_hex(digits); }
 
 }  // namespace kipp::server

@@ -1,6 +1,7 @@
 // The pieces of response shapes: OpenAI envelopes, usage (with the exact reused prefix in
 // prompt_tokens_details), a llama.cpp-style timings object and logprobs in each endpoint's native
-// shape; SSE events (named, for Anthropic); JSON responses; both APIs' error bodies; response ids.
+// shape; SSE events (named, for Anthropic); JSON responses; both APIs' error bodies and error
+// responses, the HTTP layer's own errors included; response ids.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -12,7 +13,7 @@
 #include "engine/generator.h"
 #include "engine/scheduler.h"
 #include "server/api_request.h"
-#include "server/http_server.h"
+#include "server/http_exchange.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kipp::server {
@@ -54,11 +55,16 @@ HttpResponse json_response(int status, const Json& body, HttpHeaders headers = {
 // The API whose shapes an answer takes.
 enum class ApiDialect { openai, anthropic };
 
-// {"error": {"message", "type", "param", "code"}}
+// {"error": {"message", "type", "param", "code"}}: the one place OpenAI's error shape is built.
 Json error_json(const ApiError& error);
 // {"type": "error", "error": {"type", "message"}}, the type from the status.
 Json anthropic_error_json(const ApiError& error);
 Json error_body(ApiDialect dialect, const ApiError& error);
+// A whole response refusing a request, with the error's status, in the dialect's shape.
+HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeaders headers = {});
+// The HTTP layer's own errors (limits, malformed requests, refused connections, failed handlers)
+// as OpenAI errors, whatever the route: HttpServerOptions::error_format for `kipp serve`.
+HttpResponse http_error_response(const HttpError& error);
 
 // `prefix` and `digits` random hex digits: response ids.
 std::string random_id(std::string_view prefix, size_t digits);

@@ -32,8 +32,8 @@ ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) 
 void answer_while_loading(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
   if (request.path == "/health" || request.path == "/healthz")
     return exchange->respond(json_response(503, {{"status", "loading"}}, {{"Retry-After", "1"}}));
-  exchange->respond(json_response(503, error_json({503, "the model is still loading", "", "server_error", "loading"}),
-                                  {{"Retry-After", "1"}}));
+  const ApiError loading{503, "the model is still loading", "", "server_error", "loading"};
+  exchange->respond(error_response(ApiDialect::openai, loading, {{"Retry-After", "1"}}));
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
@@ -52,7 +52,7 @@ ApiServer::~ApiServer() {
   pending_ready_.notify_all();
   worker_.join();
   for (Pending& pending : pending_)
-    pending.exchange->respond(json_response(503, error_json({503, "the server is stopping", "", "server_error"})));
+    pending.exchange->respond(error_response(ApiDialect::openai, {503, "the server is stopping", "", "server_error"}));
 }
 
 void ApiServer::work() {
@@ -103,7 +103,7 @@ void ApiServer::reject(const std::shared_ptr<HttpExchange>& exchange, const ApiE
     else
       ++rejected_.invalid;
   }
-  exchange->respond(json_response(error.status, error_body(dialect, error), std::move(headers)));
+  exchange->respond(error_response(dialect, error, std::move(headers)));
 }
 
 void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {

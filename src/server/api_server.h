@@ -18,7 +18,7 @@
 #include "registry/registry.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
-#include "server/http_server.h"
+#include "server/http_exchange.h"
 #include "server/metrics.h"
 #include "tokenizer/tokenizer.h"
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "server/http_server.h"
+#include "server/http_exchange.h"
 
 namespace kipp::server {
 

@@ -12,7 +12,7 @@
 
 #include "engine/scheduler.h"
 #include "server/api_request.h"
-#include "server/http_server.h"
+#include "server/http_exchange.h"
 
 namespace kipp::server {
 

@@ -26,6 +26,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "server/api_response.h"
+
 namespace kipp::server {
 namespace {
 
@@ -267,11 +269,16 @@ std::string post(const std::string& target, const std::string& body, const std::
          std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
 }
 
-// Sends one request on a fresh connection and reads its response.
-std::optional<Reply> fetch(uint16_t port, const std::string& request) {
-  Conn c(port);
+// Sends one request on `c` and reads its response.
+std::optional<Reply> ask(Conn& c, const std::string& request) {
   if (!c.connected() || !c.send(request)) return std::nullopt;
   return c.read_reply();
+}
+
+// The same on a fresh connection.
+std::optional<Reply> fetch(uint16_t port, const std::string& request) {
+  Conn c(port);
+  return ask(c, request);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,10 +296,16 @@ void echo(HttpRequest request, const std::shared_ptr<HttpExchange>& exchange) {
   exchange->respond(std::move(response));
 }
 
+// The options `kipp serve` passes: the API layer shapes the layer's own errors.
+HttpServerOptions serve_options(const HttpLimits& limits) {
+  return {.limits = limits, .error_format = http_error_response};
+}
+
 class TestServer {
  public:
-  TestServer(const HttpLimits& limits, HttpHandler handler) {
-    auto created = HttpServer::create("127.0.0.1", 0, limits, std::move(handler));
+  TestServer(const HttpLimits& limits, HttpHandler handler) : TestServer(serve_options(limits), std::move(handler)) {}
+  TestServer(HttpServerOptions options, HttpHandler handler) {
+    auto created = HttpServer::create("127.0.0.1", 0, std::move(options), std::move(handler));
     if (!created) {
       error_ = created.error().message;
       return;
@@ -524,6 +537,89 @@ TEST(HttpServer, HandlerFailuresAnswer500) {
   reply = c.read_reply();
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, 200);
+}
+
+TEST(HttpServer, HeadsAreTheServersToFrame) {
+  TestServer srv(test_limits(), [](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+    HttpResponse response;
+    response.status = request.path == "/odd" ? 477 : 200;
+    response.content_type = "text/plain";
+    response.body = "body";
+    // Framing headers are the server's; one that would end the head early is never sent.
+    response.headers = {{"Content-Length", "999"}, {"Transfer-Encoding", "gzip"}, {"Connection", "close"},
+                        {"Server", "other"},       {"X-Split", "a\r\nInjected: yes"}, {"Bad Name", "x"},
+                        {"X-Fine", "ok"}};
+    exchange->respond(std::move(response));
+  });
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Conn c(srv.port());
+  const auto reply = ask(c, get("/plain"));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->body, "body");
+  EXPECT_EQ(reply->header("Content-Length"), "4");
+  EXPECT_EQ(reply->header("Server"), "kipp");
+  EXPECT_EQ(lower(reply->header("Connection")), "keep-alive");
+  EXPECT_EQ(reply->header("X-Fine"), "ok");
+  EXPECT_EQ(reply->header("Transfer-Encoding"), "");
+  EXPECT_EQ(reply->header("Injected"), "");
+  EXPECT_EQ(reply->headers.size(), 5u);  // Server, Content-Type, Content-Length, Connection, X-Fine
+
+  // HEAD: the same head, no body; the next response follows at once. An unknown status keeps
+  // its number.
+  ASSERT_TRUE(c.send("HEAD /plain HTTP/1.1\r\nHost: t\r\n\r\n" + get("/odd")));
+  ASSERT_TRUE(c.read_until("HTTP/1.1 477 Unknown\r\n")) << testing::PrintToString(c.raw());
+  const std::string& raw = c.raw();
+  const size_t head_end = raw.find("\r\n\r\n");
+  ASSERT_NE(head_end, std::string::npos);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << raw;
+  EXPECT_NE(raw.substr(0, head_end).find("\r\nContent-Length: 4\r\n"), std::string::npos) << raw;
+  EXPECT_EQ(raw.compare(head_end + 4, 12, "HTTP/1.1 477"), 0) << raw;
+}
+
+// A malformed request's 400, in the shape the server's error format gives it, and the close.
+void expect_malformed_answer(uint16_t port, const std::string& content_type, const std::string& starts_with) {
+  auto reply = fetch(port, "GARBAGE\r\n\r\n");
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(reply->status, 400);
+  EXPECT_EQ(reply->header("Content-Type"), content_type);
+  EXPECT_EQ(reply->body.rfind(starts_with, 0), 0u) << reply->body;
+  EXPECT_EQ(lower(reply->header("Connection")), "close");
+}
+
+TEST(HttpServer, TheErrorFormatShapesTheLayersOwnErrors) {
+  auto options = serve_options(test_limits());
+  options.limits.max_connections = 1;
+  options.error_format = [](const HttpError& error) {
+    HttpResponse response;
+    response.status = 299;  // the error's status wins
+    response.content_type = "application/x-test";
+    response.body = error.code + "|" + error.message;
+    return response;
+  };
+  TestServer srv(std::move(options), [](HttpRequest, std::shared_ptr<HttpExchange>) {
+    throw std::runtime_error("boom");
+  });
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  expect_malformed_answer(srv.port(), "application/x-test", "bad_request|malformed HTTP request");
+
+  ASSERT_TRUE(wait_until([&] { return srv.server().open_connections() == 0; }));  // the 400's connection
+  Conn held(srv.port());
+  const auto failed = ask(held, get("/throws"));
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->status, 500);
+  EXPECT_EQ(failed->body, "|the request handler failed: boom");
+  // `held` is the one connection allowed: the next is refused, Retry-After added by the layer.
+  auto refused = fetch(srv.port(), get("/"));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->header("Retry-After"), "1");
+  EXPECT_EQ(refused->body.rfind("too_many_connections|", 0), 0u) << refused->body;
+}
+
+TEST(HttpServer, WithoutAnErrorFormatTheLayersErrorsArePlainText) {
+  TestServer srv(HttpServerOptions{.limits = test_limits()}, echo);
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  expect_malformed_answer(srv.port(), "text/plain; charset=utf-8", "malformed HTTP request");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1022,17 +1118,17 @@ TEST(HttpServer, FuzzedRequestsNeverBreakTheServer) {
 TEST(HttpServer, BindErrorsAreValues) {
   TestServer first(test_limits(), echo);
   ASSERT_TRUE(first.ok()) << first.error();
-  auto again = HttpServer::create("127.0.0.1", first.port(), test_limits(), echo);
+  auto again = HttpServer::create("127.0.0.1", first.port(), serve_options(test_limits()), echo);
   ASSERT_FALSE(again);
   EXPECT_NE(again.error().message.find("127.0.0.1:" + std::to_string(first.port())), std::string::npos)
       << again.error().message;
 
   // An address of no local interface (TEST-NET-1).
-  auto foreign = HttpServer::create("192.0.2.1", 0, test_limits(), echo);
+  auto foreign = HttpServer::create("192.0.2.1", 0, serve_options(test_limits()), echo);
   ASSERT_FALSE(foreign);
   EXPECT_NE(foreign.error().message.find("192.0.2.1"), std::string::npos) << foreign.error().message;
 
-  auto no_handler = HttpServer::create("127.0.0.1", 0, test_limits(), HttpHandler{});
+  auto no_handler = HttpServer::create("127.0.0.1", 0, serve_options(test_limits()), HttpHandler{});
   EXPECT_FALSE(no_handler);
 
   // The first server is unharmed.
