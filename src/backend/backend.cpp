@@ -13,6 +13,10 @@ Status destroy_backend(std::unique_ptr<BackendModel>& model) {
   return {};
 }
 
+Status BackendModel::record_steps(StepRecorder*) {
+  return fail("the ", name(), " backend does not record forward steps");
+}
+
 std::string_view kv_format_name(KvFormat format) { return format == KvFormat::q8_0 ? "q8_0" : "bf16"; }
 
 unsigned default_cpu_threads() { return cpu::physical_cores(); }

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "backend/forward_steps.h"
 #include "backend/kv_format.h"
 #include "model/model_file.h"
 #include "util/error.h"
@@ -25,6 +26,11 @@ namespace kipp {
 inline constexpr uint32_t kKvBlockTokens = 32;
 
 inline uint32_t kv_blocks_for(uint32_t positions) { return (positions + kKvBlockTokens - 1) / kKvBlockTokens; }
+
+// The physical block holding a logical block under an item's table (empty = identity).
+inline uint32_t physical_block(std::span<const uint32_t> table, uint32_t logical) {
+  return table.empty() ? logical : table[logical];
+}
 
 std::string_view kv_format_name(KvFormat format);
 
@@ -96,6 +102,10 @@ class BackendModel {
   virtual bool batch_invariant() const { return true; }
   // Sessions created by this model and not yet destroyed.
   virtual uint32_t live_sessions() const = 0;
+  // From the next eval call on, hands `recorder` every token's named intermediates
+  // (forward_steps.h); null stops. A backend that cannot record says so. Recording slows evaluation
+  // (values are copied out step by step) but changes no result.
+  virtual Status record_steps(StepRecorder* recorder);
 };
 
 // Destroys a model only when no session is alive; otherwise an error, and the model stays usable.

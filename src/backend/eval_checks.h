@@ -34,9 +34,4 @@ class EvalChecker {
   std::vector<BlockUse> uses_;  // scratch, reused across calls
 };
 
-// The physical block holding a logical block under an item's table (empty = identity).
-inline uint32_t physical_block(std::span<const uint32_t> table, uint32_t logical) {
-  return table.empty() ? logical : table[logical];
-}
-
 }  // namespace kipp

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 
 #include "backend/backend.h"
 #include "registry/registry.h"
@@ -56,6 +57,20 @@ class KvStore {
   uint32_t layers_, blocks_;
   size_t row_bytes_, layer_bytes_;
   Buffer k_, v_;
+};
+
+// Where one sequence's K and V rows live: its session's store, through its block table.
+struct KvRows {
+  KvStore& store;
+  std::span<const uint32_t> table;  // empty: the identity
+
+  uint32_t block(uint32_t position) const { return physical_block(table, position / kKvBlockTokens); }
+  std::byte* k(uint32_t layer, uint32_t position) const {
+    return store.k_row(layer, block(position), position % kKvBlockTokens);
+  }
+  std::byte* v(uint32_t layer, uint32_t position) const {
+    return store.v_row(layer, block(position), position % kKvBlockTokens);
+  }
 };
 
 }  // namespace kipp

@@ -1,5 +1,7 @@
-// `kipp logits --model FILE --ids 1,2,3 [--all-positions] --out FILE.f32 [--backend cpu-ref]`:
-// raw little-endian FP32 logits, row-major [rows][vocab], for comparing backends and oracles.
+// `kipp logits --model FILE --ids 1,2,3 [--all-positions] --out FILE.f32 [--backend cpu-ref]
+// [--dump-steps DIR]`: raw little-endian FP32 logits, row-major [rows][vocab], for comparing
+// backends and oracles; with --dump-steps also every named intermediate of every position
+// (cli/step_dump.h), for finding where two of them part.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +11,7 @@
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/id_list.h"
+#include "cli/step_dump.h"
 #include "model/model_file.h"
 #include "util/files.h"
 
@@ -17,6 +20,7 @@ namespace {
 
 struct LogitsArgs {
   std::string model, ids, out;
+  std::string dump_steps = {};  // a directory, or empty
   bool all_positions = false;
   BackendFlags backend{"cpu-ref"};  // the scalar oracle by default
 };
@@ -30,8 +34,11 @@ Status write_logits(const LogitsArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session, backend->create_session(uint32_t(ids.size())));
   const uint32_t rows = args.all_positions ? uint32_t(ids.size()) : 1;
   std::vector<float> logits(size_t(rows) * model->checkpoint().vocab());
+  StepDump steps;
+  if (!args.dump_steps.empty()) KIPP_TRY(backend->record_steps(&steps));
   EvalItem item{session.get(), ids, 0, rows, logits.data(), {}};
   KIPP_TRY(backend->eval(std::span(&item, 1)));
+  if (!args.dump_steps.empty()) KIPP_TRY(steps.write(args.dump_steps, backend->describe(), ids));
   KIPP_ASSIGN(AtomicFile out, AtomicFile::create(args.out));
   KIPP_TRY(out.write(logits.data(), logits.size() * sizeof(float)));
   return out.commit();
@@ -46,6 +53,10 @@ Command add_logits_command(CLI::App& app) {
   sub->add_option("--ids", args->ids, "Comma-separated token ids")->required();
   sub->add_flag("--all-positions", args->all_positions, "A row for every position (default: the last only)");
   sub->add_option("--out", args->out, "Output file")->required();
+  sub->add_option("--dump-steps", args->dump_steps,
+                  "Also write every named intermediate (embedding, each layer's norms, Q/K after RoPE, attention, "
+                  "FFN, residual, final norm, logits) of every position into this directory, for "
+                  "tests/reference/first_divergence.py");
   args->backend.add_to(*sub);
   return {sub, [args] {
             if (auto written = write_logits(*args); !written) return report(written.error());

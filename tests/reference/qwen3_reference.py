@@ -10,7 +10,12 @@ nearest, ties to even) before attention, as Kipp's KV cache stores them (DESIGN.
 instead (each 32-value run against the FP16-rounded scale of its largest magnitude).
 
     qwen3_reference.py --source DIR --ids 1,2,3 --out FILE.f32 [--last N] [--kv-cache q8_0] [--verbose]
+                       [--intermediates DIR]
     qwen3_reference.py --source DIR --self-check
+
+--intermediates writes every named step of the forward pass (STEPS, the names and order of
+Kipp's src/backend/forward_steps.h) as `kipp logits --dump-steps` does, for
+first_divergence.py.
 
 Stdlib + NumPy only.  Weights are kept in float32 (exact for BF16); all arithmetic is
 float64.
@@ -23,6 +28,12 @@ import sys
 import time
 
 import numpy as np
+
+
+# The named intermediates, in the order a token meets them (src/backend/forward_steps.h).
+STEPS = ("embedding", "attn_norm", "q_rope", "k_rope", "attention", "attn_residual",
+         "ffn_norm", "ffn_out", "residual", "final_norm", "logits")
+LAYER_STEPS = frozenset(STEPS[1:9])
 
 
 # ----------------------------------------------------------------------------- safetensors
@@ -197,16 +208,18 @@ class Qwen3Reference:
         }
         return {k: self.w.get(p + n) for k, n in names.items()}
 
-    def _attention(self, x, L, pos):
+    def _attention(self, x, L, pos, note):
+        """Attention of the normed rows x, before the output projection: [T, H * D]."""
         T = x.shape[0]
         H, KV, D = self.n_heads, self.n_kv, self.head_dim
         q = linear(x, L["q"]).reshape(T, H, D)
         k = linear(x, L["k"]).reshape(T, KV, D)
         v = linear(x, L["v"]).reshape(T, KV, D)
-        q = rms_norm(q, L["q_norm"].astype(np.float64), self.eps)
-        k = rms_norm(k, L["k_norm"].astype(np.float64), self.eps)
-        q = rope(q, pos, self.theta)
-        k = self.round_kv(rope(k, pos, self.theta))  # as the KV cache stores them
+        q = rope(rms_norm(q, L["q_norm"].astype(np.float64), self.eps), pos, self.theta)
+        k = rope(rms_norm(k, L["k_norm"].astype(np.float64), self.eps), pos, self.theta)
+        note("q_rope", q.reshape(T, H * D))
+        note("k_rope", k.reshape(T, KV * D))
+        k = self.round_kv(k)  # as the KV cache stores them
         v = self.round_kv(v)
         group = H // KV
         mask = np.triu(np.ones((T, T), dtype=bool), k=1)  # True above the diagonal: future
@@ -220,34 +233,67 @@ class Qwen3Reference:
             p = np.exp(s)
             p /= p.sum(axis=1, keepdims=True)
             out[:, h, :] = p @ vh
-        return linear(out.reshape(T, H * D), L["o"])
+        out = out.reshape(T, H * D)
+        note("attention", out)
+        return out
 
-    def forward(self, ids, last=None, intermediates=None):
-        """Return float64 logits [rows, vocab]; rows = all positions or the last `last`."""
+    def forward(self, ids, last=None, record=None):
+        """Return float64 logits [rows, vocab]; rows = all positions or the last `last`.
+
+        record(step, layer, rows), if given, receives every named step (STEPS) for every
+        position (logits: the rows returned); layer is None outside the layers."""
         ids = np.asarray(ids, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError("need at least one token id")
         bad = ids[(ids < 0) | (ids >= self.vocab)]
         if bad.size:
             raise ValueError(f"token id {int(bad[0])} out of range [0, {self.vocab})")
+        note = record or (lambda step, layer, rows: None)
         pos = np.arange(ids.size)
         h = self.embed[ids].astype(np.float64)
+        note("embedding", None, h)
         for i, L in enumerate(self.layers):
-            h = h + self._attention(rms_norm(h, L["in_norm"].astype(np.float64), self.eps), L, pos)
+            x = rms_norm(h, L["in_norm"].astype(np.float64), self.eps)
+            note("attn_norm", i, x)
+            attention = self._attention(x, L, pos, lambda step, rows: note(step, i, rows))
+            h = h + linear(attention, L["o"])
+            note("attn_residual", i, h)
             x = rms_norm(h, L["post_norm"].astype(np.float64), self.eps)
-            h = h + linear(silu(linear(x, L["gate"])) * linear(x, L["up"]), L["down"])
-            if intermediates is not None:
-                intermediates[f"layer{i}"] = h.copy()
+            note("ffn_norm", i, x)
+            f = linear(silu(linear(x, L["gate"])) * linear(x, L["up"]), L["down"])
+            note("ffn_out", i, f)
+            h = h + f
+            note("residual", i, h)
         h = rms_norm(h, self.final_norm, self.eps)
-        if intermediates is not None:
-            intermediates["final_norm"] = h.copy()
+        note("final_norm", None, h)
         if last is not None:
             h = h[-last:]
         logits = np.empty((h.shape[0], self.vocab))
         block = 16384  # bound the float64 copy of the head to ~block*hidden*8 bytes
         for b in range(0, self.vocab, block):
             logits[:, b:b + block] = linear(h, self.lm_head[b:b + block])
+        note("logits", None, logits)
         return logits
+
+
+def write_steps(directory, steps, ids):
+    """The layout of `kipp logits --dump-steps`: one float32 file per (step, layer), rows in
+    position order, and steps.json listing them. steps: (step, layer) -> rows ending at the
+    last position."""
+    os.makedirs(directory, exist_ok=True)
+    listed = []
+    for (step, layer), rows in steps.items():
+        name = f"layer{layer:03d}.{step}.f32" if layer is not None else f"{step}.f32"
+        rows.astype("<f4").tofile(os.path.join(directory, name))
+        entry = {"step": step, "file": name, "width": int(rows.shape[1]),
+                 "positions": list(range(len(ids) - rows.shape[0], len(ids)))}
+        if layer is not None:
+            entry["layer"] = layer
+        listed.append(entry)
+    manifest = {"format": "kipp-forward-steps", "version": 1, "producer": "numpy oracle (float64)",
+                "step_order": list(STEPS), "ids": list(ids), "steps": listed}
+    with open(os.path.join(directory, "steps.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
 
 
 # ----------------------------------------------------------------------------- self-check
@@ -306,9 +352,9 @@ def main(argv=None):
     ap.add_argument("--ids", help="comma-separated token ids")
     ap.add_argument("--out", help="output file: raw little-endian float32 [rows][vocab]")
     ap.add_argument("--last", type=int, help="write only the last N rows")
-    ap.add_argument("--intermediates", metavar="PREFIX",
-                    help="also write PREFIX.layer0.f32 (hidden after layer 0) and "
-                         "PREFIX.final_norm.f32 (after the final norm), float32 [T][hidden]")
+    ap.add_argument("--intermediates", metavar="DIR",
+                    help="also write every named step of every position into DIR, as "
+                         "`kipp logits --dump-steps` does")
     ap.add_argument("--kv-cache", choices=sorted(KV_ROUNDING), default="bf16",
                     help="how K and V are rounded before attention, as Kipp's --kv-cache")
     ap.add_argument("--verbose", action="store_true", help="print the argmax of every row to stderr")
@@ -330,16 +376,20 @@ def main(argv=None):
         ap.error(f"--ids must be comma-separated integers, got {args.ids!r}")
     if args.last is not None and not 1 <= args.last <= len(ids):
         ap.error(f"--last must be between 1 and the number of ids ({len(ids)})")
-    inter = {} if args.intermediates else None
+    steps = {}
+
+    def record(step, layer, rows):
+        assert step in STEPS and (layer is not None) == (step in LAYER_STEPS), (step, layer)
+        steps[(step, layer)] = rows.copy()
+
     try:
-        logits = model.forward(ids, last=args.last, intermediates=inter)
+        logits = model.forward(ids, last=args.last, record=record if args.intermediates else None)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     logits.astype("<f4").tofile(args.out)
-    if inter is not None:
-        inter["layer0"].astype("<f4").tofile(args.intermediates + ".layer0.f32")
-        inter["final_norm"].astype("<f4").tofile(args.intermediates + ".final_norm.f32")
+    if args.intermediates:
+        write_steps(args.intermediates, steps, ids)
     if args.verbose:
         first = len(ids) - logits.shape[0]
         for r, row in enumerate(logits):

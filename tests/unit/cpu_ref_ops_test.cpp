@@ -80,11 +80,13 @@ TEST(CpuRefOps, MatvecAffine4UsesLowThenHighNibbles) {
 }
 
 TEST(CpuRefOps, RopeRotatesElementIWithIPlusHalf) {
-  float head[4] = {1, 2, 3, 4};
-  rope_neox(head, 4, 0, 1e6f);  // position 0: identity
+  float head[4] = {1, 2, 3, 4}, cos_sin[4];
+  rope_cos_sin(0, 4, 1e6f, cos_sin);  // position 0: identity
+  rotate_heads(head, 1, 4, cos_sin);
   EXPECT_EQ(head[0], 1.0f);
   EXPECT_EQ(head[3], 4.0f);
-  rope_neox(head, 4, 3, 100.0f);  // pair (0, 2) turns by 3 rad; pair (1, 3) by 3 * 100^(-1/2) = 0.3 rad
+  rope_cos_sin(3, 4, 100.0f, cos_sin);  // pair (0, 2) turns by 3 rad; pair (1, 3) by 3 * 100^(-1/2) = 0.3 rad
+  rotate_heads(head, 1, 4, cos_sin);
   EXPECT_NEAR(head[0], 1 * std::cos(3.0) - 3 * std::sin(3.0), 1e-6);
   EXPECT_NEAR(head[2], 3 * std::cos(3.0) + 1 * std::sin(3.0), 1e-6);
   EXPECT_NEAR(head[1], 2 * std::cos(0.3) - 4 * std::sin(0.3), 1e-6);
@@ -120,11 +122,12 @@ TEST(CpuRefOps, QkNormNormalizesEachHeadOnItsOwn) {
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(heads[i], expected[i]) << i;
 }
 
-TEST(CpuRefOps, RopeHeadsRotatesEveryHeadAlike) {
+TEST(CpuRefOps, RopeRotatesEveryHeadAlike) {
   float heads[8] = {1, 2, 3, 4, 1, 2, 3, 4};
-  float single[4] = {1, 2, 3, 4};
-  rope_heads(heads, 2, 4, 7, 1e6f);
-  rope_neox(single, 4, 7, 1e6f);
+  float single[4] = {1, 2, 3, 4}, cos_sin[4];
+  rope_cos_sin(7, 4, 1e6f, cos_sin);
+  rotate_heads(heads, 2, 4, cos_sin);
+  rotate_heads(single, 1, 4, cos_sin);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(heads[i], single[i % 4]) << i;
 }
 

@@ -40,7 +40,7 @@ class AttentionRunner {
 
   const Checkpoint& c_;
   ThreadPool& pool_;
-  const Kernels& k_;
+  const Kernels& kernels_;
   const KvFormat kv_format_;
   const size_t row_bytes_;    // of a K or V row in kv_format_
   uint32_t capacity_;         // partials held at once (at least one token's at full context)

@@ -1,6 +1,7 @@
-// cpu: the fast CPU backend. The same nine steps as cpu-ref, over a batch of tokens at once (all
-// items of an eval call packed together, up to kMaxBatchTokens per pass), so every weight matrix
-// is streamed once per pass for all of them. Matrix products and attention run in the kernel set
+// cpu: the fast CPU backend. The same nine steps as cpu-ref (numbered alike below), over a batch
+// of tokens at once (all items of an eval call packed together, up to kMaxBatchTokens per pass),
+// so every weight matrix is streamed once per pass for all of them. Norms, SiLU, RoPE and KV
+// addressing are cpu-ref's own functions; what differs is the products and attention. Matrix products and attention run in the kernel set
 // chosen at load (kernels.h) on a persistent thread pool; each output element is computed by one
 // thread in one fixed order, so results do not depend on batching, chunking or thread count.
 #include <cmath>
@@ -44,7 +45,7 @@ struct Activations {
   }
   float* row(uint32_t r) { return values.data() + size_t(r) * width; }
   // Row r in the forms products take (each at most once).
-  void quantize_row(uint32_t r, std::initializer_list<ActivationForm> forms) {
+  void quantize_row(uint32_t r, std::span<const ActivationForm> forms) {
     const size_t at = size_t(r) * width;
     bool int16_done = false, int8_done = false;
     for (ActivationForm form : forms) {
@@ -75,10 +76,9 @@ struct Activations {
 
 // One token of the current pass: where it comes from and where its results go.
 struct BatchToken {
-  HostSession* session;
-  const uint32_t* table;  // null for identity
+  KvRows kv;
   uint32_t token, position;
-  float* logits;          // null when no logits are wanted for it
+  float* logits;  // null when no logits are wanted for it
 };
 
 class Model final : public HostBackendModel {
@@ -86,25 +86,26 @@ class Model final : public HostBackendModel {
   Model(const ModelFile& file, std::unique_ptr<ThreadPool> pool, std::unique_ptr<PackedWeights> packed,
         const Kernels& kernels, const BackendOptions& options)
       : HostBackendModel(file.checkpoint(), options.kv_cache), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
-        packed_(std::move(packed)), w_(packed_->weights()), k_(kernels), int8_activations_(options.int8_activations),
+        packed_(std::move(packed)), w_(packed_->weights()), kernels_(kernels), int8_activations_(options.int8_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
         v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width(), true),
         projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn, true), up_(kMaxBatchTokens, c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, k_, kv_format_),
-        inverse_frequency_(c_.head_dim() / 2) {
+        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, kernels_, kv_format_) {
     batch_.reserve(kMaxBatchTokens);
     queries_.reserve(kMaxBatchTokens);
-    for (uint32_t i = 0; i < c_.head_dim() / 2; ++i)
-      inverse_frequency_[i] = std::pow(double(c_.rope_theta), -2.0 * double(i) / double(c_.head_dim()));
   }
 
   std::string name() const override { return "cpu"; }
+  Status record_steps(StepRecorder* recorder) override {
+    recorder_ = recorder;
+    return {};
+  }
   uint64_t copied_weight_bytes() const override { return packed_->bytes(); }
   std::string describe() const override {
-    return std::string("cpu (") + k_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
+    return std::string("cpu (") + kernels_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
            (int8_activations_ ? ", 8-bit activations for Q4_1" : "") +
            (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache" : "") +
            ")";
@@ -114,12 +115,11 @@ class Model final : public HostBackendModel {
     KIPP_TRY(checker_.check(items));
     batch_.clear();
     for (EvalItem& item : items) {
-      auto* session = static_cast<HostSession*>(item.session);
+      const KvRows kv{static_cast<HostSession*>(item.session)->store(), item.block_table};
       const uint32_t count = uint32_t(item.tokens.size()), first_row = count - item.logit_rows;
       for (uint32_t i = 0; i < count; ++i) {
         float* logits = i >= first_row ? item.logits + size_t(i - first_row) * c_.vocab() : nullptr;
-        batch_.push_back({session, item.block_table.empty() ? nullptr : item.block_table.data(), item.tokens[i],
-                          item.start_position + i, logits});
+        batch_.push_back({kv, item.tokens[i], item.start_position + i, logits});
         if (batch_.size() == kMaxBatchTokens) run_pass();
       }
     }
@@ -139,33 +139,59 @@ class Model final : public HostBackendModel {
     const uint32_t n = batch_size();
     for (uint32_t t = 0; t < n; ++t) {
       widen_embedding(batch_[t].token, x_.row(t));
-      rope_angles(batch_[t].position, rope_.row(t));
+      cpu_ref::rope_cos_sin(batch_[t].position, c_.head_dim(), c_.rope_theta, rope_.row(t));
     }
+    note(ForwardStep::embedding, 0, x_);
     for (uint32_t l = 0; l < c_.layers; ++l) layer(l, w_.layers[l]);
     output_logits();
     batch_.clear();
   }
 
+  // The nine steps of one layer, each over the whole batch. Every input of a product is quantized
+  // for it (if its weights take quantized activations) right where it is made.
   void layer(uint32_t l, const LayerWeights& w) {
     const float eps = c_.rms_norm_eps();
     for_tokens([&](uint32_t t) {
-      cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));
-      x_norm_.quantize_row(t, {form(w.attn_q), form(w.attn_k), form(w.attn_v)});
+      cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));  // 1 attention norm
+      quantize_for(x_norm_, t, {&w.attn_q, &w.attn_k, &w.attn_v});
     });
-    matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});
-    for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });
-    attend(l);
-    for_tokens([&](uint32_t t) { attention_.quantize_row(t, {form(w.attn_output)}); });
-    matmuls({{&w.attn_output, &attention_, &projected_}});
+    note(ForwardStep::attn_norm, l, x_norm_);
+    matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});  // 2 Q, K, V
+    for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });                             // 3 Q/K norm, 4 RoPE
+    note(ForwardStep::q_rope, l, q_);
+    note(ForwardStep::k_rope, l, k_new_);
+    attend(l);                                                                          // 5 attention
+    note(ForwardStep::attention, l, attention_);
+    for_tokens([&](uint32_t t) { quantize_for(attention_, t, {&w.attn_output}); });
+    matmuls({{&w.attn_output, &attention_, &projected_}});                              // 6 output + residual
     for_tokens([&](uint32_t t) {
       cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
-      cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));
-      x_norm_.quantize_row(t, {form(w.ffn_gate), form(w.ffn_up)});
+      cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));  // 7 FFN norm
+      quantize_for(x_norm_, t, {&w.ffn_gate, &w.ffn_up});
     });
-    gated_ffn_up(w);
-    for_tokens([&](uint32_t t) { gate_.quantize_row(t, {form(w.ffn_down)}); });
+    note(ForwardStep::attn_residual, l, x_);
+    note(ForwardStep::ffn_norm, l, x_norm_);
+    gated_ffn_up(w);                                                                    // 8 SiLU-gated FFN
+    for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&w.ffn_down}); });
     matmuls({{&w.ffn_down, &gate_, &projected_}});
-    for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });
+    note(ForwardStep::ffn_out, l, projected_);
+    for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });  // 9 residual
+    note(ForwardStep::residual, l, x_);
+  }
+
+  // Row t of `in` in the forms the products with `weights` read.
+  void quantize_for(Activations& in, uint32_t t, std::initializer_list<const WeightView*> weights) const {
+    ActivationForm forms[4];
+    size_t count = 0;
+    for (const WeightView* weight : weights) forms[count++] = form(*weight);
+    in.quantize_row(t, std::span(forms, count));
+  }
+
+  // Each token's row of a step's values to the recorder, if one listens; from this thread.
+  void note(ForwardStep step, uint32_t layer, const Activations& values) {
+    if (!recorder_) return;
+    for (uint32_t t = 0; t < batch_size(); ++t)
+      recorder_->record(step, layer, batch_[t].position, std::span(values.values).subspan(size_t(t) * values.width, values.width));
   }
 
   // Q/K norm and RoPE of one token, then its K and V into its session's cache (kv_store.h).
@@ -174,44 +200,19 @@ class Model final : public HostBackendModel {
     const float eps = c_.rms_norm_eps();
     cpu_ref::rms_norm_heads(q_.row(t), c_.q_heads, dim, as_f32(w.attn_q_norm), eps);
     cpu_ref::rms_norm_heads(k_new_.row(t), c_.kv_heads(), dim, as_f32(w.attn_k_norm), eps);
-    rotate(q_.row(t), c_.q_heads, rope_.row(t));
-    rotate(k_new_.row(t), c_.kv_heads(), rope_.row(t));
+    cpu_ref::rotate_heads(q_.row(t), c_.q_heads, dim, rope_.row(t));
+    cpu_ref::rotate_heads(k_new_.row(t), c_.kv_heads(), dim, rope_.row(t));
     const BatchToken& token = batch_[t];
-    KvStore& store = token.session->store();
-    const uint32_t block = token.table ? token.table[token.position / kKvBlockTokens] : token.position / kKvBlockTokens;
-    store_kv_row(kv_format_, k_new_.row(t), c_.kv_width(), store.k_row(l, block, token.position % kKvBlockTokens));
-    store_kv_row(kv_format_, v_new_.row(t), c_.kv_width(), store.v_row(l, block, token.position % kKvBlockTokens));
-  }
-
-  // The cos and sin of every rotary pair at one position, computed as cpu-ref does (in double).
-  void rope_angles(uint32_t position, float* cos_sin) const {
-    const uint32_t half = c_.head_dim() / 2;
-    for (uint32_t i = 0; i < half; ++i) {
-      const double angle = double(position) * inverse_frequency_[i];
-      cos_sin[i] = float(std::cos(angle));
-      cos_sin[half + i] = float(std::sin(angle));
-    }
-  }
-
-  void rotate(float* heads, uint32_t count, const float* cos_sin) const {
-    const uint32_t dim = c_.head_dim(), half = dim / 2;
-    for (uint32_t h = 0; h < count; ++h) {
-      float* head = heads + h * dim;
-      for (uint32_t i = 0; i < half; ++i) {
-        const float a = head[i], b = head[i + half];
-        head[i] = a * cos_sin[i] - b * cos_sin[half + i];
-        head[i + half] = b * cos_sin[i] + a * cos_sin[half + i];
-      }
-    }
+    store_kv_row(kv_format_, k_new_.row(t), c_.kv_width(), token.kv.k(l, token.position));
+    store_kv_row(kv_format_, v_new_.row(t), c_.kv_width(), token.kv.v(l, token.position));
   }
 
   void attend(uint32_t l) {
     queries_.clear();
     for (uint32_t t = 0; t < batch_size(); ++t) {
-      const BatchToken& token = batch_[t];
-      const KvStore& store = token.session->store();
-      queries_.push_back({q_.row(t), attention_.row(t), store.k_row(l, 0, 0), store.v_row(l, 0, 0), token.table,
-                          token.position + 1});
+      const KvRows& kv = batch_[t].kv;
+      queries_.push_back({q_.row(t), attention_.row(t), kv.store.k_row(l, 0, 0), kv.store.v_row(l, 0, 0),
+                          kv.table.empty() ? nullptr : kv.table.data(), batch_[t].position + 1});
     }
     attention_runner_.run(queries_);
   }
@@ -236,7 +237,7 @@ class Model final : public HostBackendModel {
   void run_rows(MatmulArgs args, Range rows) const {
     args.row_begin = rows.begin;
     args.row_end = rows.end;
-    k_.matmul(args);
+    kernels_.matmul(args);
   }
 
   // gate and up for each thread's rows, then silu(gate) * up on those same rows.
@@ -260,7 +261,8 @@ class Model final : public HostBackendModel {
       if (!token.logits) continue;
       cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
                         c_.rms_norm_eps(), x_norm_.row(rows));
-      x_norm_.quantize_row(rows, {form(w_.lm_head)});
+      if (recorder_) recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
+      quantize_for(x_norm_, rows, {&w_.lm_head});
       logit_rows_[rows++] = token.logits;
     }
     if (rows == 0) return;
@@ -269,6 +271,9 @@ class Model final : public HostBackendModel {
       if (range.begin == range.end) return;
       run_rows(x_norm_.times(w_.lm_head, form(w_.lm_head), rows, logit_rows_.data()), range);
     });
+    if (!recorder_) return;
+    for (const BatchToken& token : batch_)
+      if (token.logits) recorder_->record(ForwardStep::logits, 0, token.position, std::span(token.logits, c_.vocab()));
   }
 
   void widen_embedding(uint32_t token, float* out) const { cpu_ref::widen_row(w_.token_embedding, token, out); }
@@ -287,7 +292,7 @@ class Model final : public HostBackendModel {
   ThreadPool& pool_;
   std::unique_ptr<PackedWeights> packed_;
   const ModelWeights& w_;  // the packed projections; the token embedding still mapped
-  const Kernels& k_;
+  const Kernels& kernels_;
   const bool int8_activations_;
   const KvFormat kv_format_;
   EvalChecker checker_;
@@ -296,8 +301,8 @@ class Model final : public HostBackendModel {
   std::vector<float*> logit_rows_;
   AttentionRunner attention_runner_;
   std::vector<AttentionQuery> queries_;
-  std::vector<double> inverse_frequency_;
   std::vector<BatchToken> batch_;
+  StepRecorder* recorder_ = nullptr;
 };
 
 }  // namespace

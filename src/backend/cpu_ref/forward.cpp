@@ -9,25 +9,12 @@
 #include "backend/cpu_ref/ops.h"
 #include "backend/eval_checks.h"
 #include "backend/host_session.h"
+#include "backend/kv_store.h"
 
 namespace kipp::cpu_ref {
 namespace {
 
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
-
-// Where one item's K and V rows live: its session's store, through its block table.
-struct KvRows {
-  KvStore& store;
-  std::span<const uint32_t> table;
-
-  uint32_t block(uint32_t position) const { return physical_block(table, position / kKvBlockTokens); }
-  std::byte* k(uint32_t layer, uint32_t position) const {
-    return store.k_row(layer, block(position), position % kKvBlockTokens);
-  }
-  std::byte* v(uint32_t layer, uint32_t position) const {
-    return store.v_row(layer, block(position), position % kKvBlockTokens);
-  }
-};
 
 class Model final : public HostBackendModel {
  public:
@@ -36,9 +23,14 @@ class Model final : public HostBackendModel {
         x_(c_.hidden),
         x_norm_(c_.hidden), q_(c_.attention_width()), k_(c_.kv_width()), v_(c_.kv_width()),
         attention_(c_.attention_width()), projected_(c_.hidden), gate_(c_.ffn), up_(c_.ffn), scores_(c_.context),
+        cos_sin_(c_.head_dim()),
         keys_(c_.context), values_(c_.context) {}
 
   std::string name() const override { return "cpu-ref"; }
+  Status record_steps(StepRecorder* recorder) override {
+    recorder_ = recorder;
+    return {};
+  }
 
   Status eval(std::span<EvalItem> items) override {
     KIPP_TRY(checker_.check(items));
@@ -51,7 +43,7 @@ class Model final : public HostBackendModel {
         const uint32_t position = item.start_position + i;
         forward(kv, item.tokens[i], position);
         session.set_length(position + 1);
-        if (i >= first_row) output_logits(item.logits + size_t(i - first_row) * c_.vocab());
+        if (i >= first_row) output_logits(position, item.logits + size_t(i - first_row) * c_.vocab());
       }
     }
     return {};
@@ -63,27 +55,41 @@ class Model final : public HostBackendModel {
     const uint32_t dim = c_.head_dim();
     const float eps = c_.rms_norm_eps();
     widen_row(w_.token_embedding, token, x_.data());
+    note(ForwardStep::embedding, 0, position, x_);
+    rope_cos_sin(position, dim, c_.rope_theta, cos_sin_.data());
     for (uint32_t l = 0; l < c_.layers; ++l) {
       const LayerWeights& layer = w_.layers[l];
       rms_norm(x_.data(), as_f32(layer.attn_norm), c_.hidden, eps, x_norm_.data());        // 1 attention norm
+      note(ForwardStep::attn_norm, l, position, x_norm_);
       matvec(layer.attn_q, x_norm_.data(), q_.data());                                     // 2 Q, K, V
       matvec(layer.attn_k, x_norm_.data(), k_.data());
       matvec(layer.attn_v, x_norm_.data(), v_.data());
       rms_norm_heads(q_.data(), c_.q_heads, dim, as_f32(layer.attn_q_norm), eps);          // 3 Q/K norm
       rms_norm_heads(k_.data(), c_.kv_heads(), dim, as_f32(layer.attn_k_norm), eps);
-      rope_heads(q_.data(), c_.q_heads, dim, position, c_.rope_theta);                     // 4 RoPE
-      rope_heads(k_.data(), c_.kv_heads(), dim, position, c_.rope_theta);
+      rotate_heads(q_.data(), c_.q_heads, dim, cos_sin_.data());                           // 4 RoPE
+      rotate_heads(k_.data(), c_.kv_heads(), dim, cos_sin_.data());
+      note(ForwardStep::q_rope, l, position, q_);
+      note(ForwardStep::k_rope, l, position, k_);
       store_kv(kv, l, position);
       attend(kv, l, position);                                                             // 5 attention
+      note(ForwardStep::attention, l, position, attention_);
       matvec(layer.attn_output, attention_.data(), projected_.data());                     // 6 output + residual
       add_in_place(x_.data(), projected_.data(), c_.hidden);
+      note(ForwardStep::attn_residual, l, position, x_);
       rms_norm(x_.data(), as_f32(layer.ffn_norm), c_.hidden, eps, x_norm_.data());         // 7 FFN norm
+      note(ForwardStep::ffn_norm, l, position, x_norm_);
       matvec(layer.ffn_gate, x_norm_.data(), gate_.data());                                // 8 SiLU-gated FFN
       matvec(layer.ffn_up, x_norm_.data(), up_.data());
       silu_mul(gate_.data(), up_.data(), c_.ffn, gate_.data());
       matvec(layer.ffn_down, gate_.data(), projected_.data());
+      note(ForwardStep::ffn_out, l, position, projected_);
       add_in_place(x_.data(), projected_.data(), c_.hidden);                               // 9 residual
+      note(ForwardStep::residual, l, position, x_);
     }
+  }
+
+  void note(ForwardStep step, uint32_t layer, uint32_t position, std::span<const float> values) {
+    if (recorder_) recorder_->record(step, layer, position, values);
   }
 
   // K and V are rounded to the cache's format as they enter it; attention reads them back from there.
@@ -102,18 +108,21 @@ class Model final : public HostBackendModel {
                std::span(values_.data(), position + 1), scores_.data(), attention_.data());
   }
 
-  void output_logits(float* logits) {
+  void output_logits(uint32_t position, float* logits) {
     rms_norm(x_.data(), as_f32(w_.output_norm), c_.hidden, c_.rms_norm_eps(), x_norm_.data());
+    note(ForwardStep::final_norm, 0, position, x_norm_);
     matvec(w_.lm_head, x_norm_.data(), logits);
+    note(ForwardStep::logits, 0, position, std::span(logits, c_.vocab()));
   }
 
   const Checkpoint& c_;
   const KvFormat kv_format_;
   const ModelWeights& w_;
   EvalChecker checker_;
+  StepRecorder* recorder_ = nullptr;
   // Scratch, allocated once: residual, normed input, q/k/v, attention output, projections, FFN,
-  // attention scores and the KV row pointers of the current layer.
-  std::vector<float> x_, x_norm_, q_, k_, v_, attention_, projected_, gate_, up_, scores_;
+  // attention scores, the token's RoPE angles and the KV row pointers of the current layer.
+  std::vector<float> x_, x_norm_, q_, k_, v_, attention_, projected_, gate_, up_, scores_, cos_sin_;
   std::vector<const std::byte*> keys_, values_;
 };
 

@@ -67,15 +67,25 @@ void matvec(const WeightView& w, const float* x, float* out) {
   }
 }
 
-void rope_neox(float* head, size_t head_dim, uint32_t position, float theta) {
-  const size_t half = head_dim / 2;
-  for (size_t i = 0; i < half; ++i) {
+void rope_cos_sin(uint32_t position, uint32_t head_dim, float theta, float* cos_sin) {
+  const uint32_t half = head_dim / 2;
+  for (uint32_t i = 0; i < half; ++i) {
     const double inverse_frequency = std::pow(double(theta), -2.0 * double(i) / double(head_dim));
     const double angle = double(position) * inverse_frequency;
-    const float cos_a = float(std::cos(angle)), sin_a = float(std::sin(angle));
-    const float a = head[i], b = head[i + half];
-    head[i] = a * cos_a - b * sin_a;
-    head[i + half] = b * cos_a + a * sin_a;
+    cos_sin[i] = float(std::cos(angle));
+    cos_sin[half + i] = float(std::sin(angle));
+  }
+}
+
+void rotate_heads(float* heads, uint32_t count, uint32_t head_dim, const float* cos_sin) {
+  const uint32_t half = head_dim / 2;
+  for (uint32_t h = 0; h < count; ++h) {
+    float* head = heads + size_t(h) * head_dim;
+    for (uint32_t i = 0; i < half; ++i) {
+      const float a = head[i], b = head[i + half];
+      head[i] = a * cos_sin[i] - b * cos_sin[half + i];
+      head[i + half] = b * cos_sin[i] + a * cos_sin[half + i];
+    }
   }
 }
 
@@ -96,10 +106,6 @@ void silu_mul(const float* gate, const float* up, size_t n, float* out) {
 
 void rms_norm_heads(float* heads, uint32_t count, uint32_t head_dim, const float* weight, float eps) {
   for (uint32_t h = 0; h < count; ++h) rms_norm(heads + h * head_dim, weight, head_dim, eps, heads + h * head_dim);
-}
-
-void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t position, float theta) {
-  for (uint32_t h = 0; h < count; ++h) rope_neox(heads + h * head_dim, head_dim, position, theta);
 }
 
 void attend_gqa(const float* q, uint32_t q_heads, uint32_t kv_heads, uint32_t head_dim, KvFormat format,

@@ -23,9 +23,12 @@ void matvec(const WeightView& w, const float* x, float* out);
 // every Qwen3 tensor.
 void widen_row(const WeightView& w, uint64_t row, float* out);
 
-// NeoX-style rotary embedding of one head in place: element i pairs with i + head_dim/2 and both
-// rotate by position * theta^(-2i/head_dim). Angles are computed in double precision.
-void rope_neox(float* head, size_t head_dim, uint32_t position, float theta);
+// RoPE, NeoX style, in two parts so that a token's angles are computed once for all its heads:
+// cos_sin gets head_dim values, cos then sin of pair i's angle position * theta^(-2i/head_dim)
+// (computed in double, rounded to FP32) at i and head_dim/2 + i; rotate_heads turns element i of
+// each of `count` heads with element i + head_dim/2 by its pair's angle, in place.
+void rope_cos_sin(uint32_t position, uint32_t head_dim, float theta, float* cos_sin);
+void rotate_heads(float* heads, uint32_t count, uint32_t head_dim, const float* cos_sin);
 
 // In-place softmax over n values (max-subtracted, sequential sum).
 void softmax(float* x, size_t n);
@@ -35,9 +38,6 @@ void silu_mul(const float* gate, const float* up, size_t n, float* out);
 
 // Q/K norm: RMSNorm of each of `count` heads of head_dim values in place, with one shared weight.
 void rms_norm_heads(float* heads, uint32_t count, uint32_t head_dim, const float* weight, float eps);
-
-// RoPE of each of `count` heads in place.
-void rope_heads(float* heads, uint32_t count, uint32_t head_dim, uint32_t position, float theta);
 
 // Causal grouped-query attention of one position's queries. Query head h (of q_heads, head_dim
 // each) reads KV head h / (q_heads / kv_heads) of rows 0..keys.size()-1, each row holding

@@ -70,7 +70,7 @@ struct QkvRows {
 };
 
 // Per Q and K head of every row: RMSNorm with its weight (head_dim values), then NeoX RoPE at the
-// row's position (pairs i and i + head_dim / 2), as cpu-ref's rms_norm_heads and rope_heads; then
+// row's position (pairs i and i + head_dim / 2), as cpu-ref's rms_norm_heads, rope_cos_sin and rotate_heads; then
 // each row's K and V heads are stored as BF16 at its position. One launch for all three.
 void prepare_heads(const QkvRows& qkv, uint32_t rows, const float* q_weight, const float* k_weight, float eps,
                    float theta, const PagedKv& kv, cudaStream_t s);
