@@ -2,7 +2,7 @@
 # The prepared script for the GPU machine (see docs/CUDA.md), in two phases that each fit one
 # device call (10 minutes); the machine keeps build-cuda between calls while it stays warm.
 #
-#   OUT=/tmp/out bash bench/cuda_device_run.sh correctness   build, fixtures, contract, gates, server
+#   OUT=/tmp/out bash bench/cuda_device_run.sh correctness   build, fixtures, step reports, contract, gates, server
 #   OUT=/tmp/out bash bench/cuda_device_run.sh speed         0.6B/4B/8B shapes: decode, prefill, batches,
 #                                                            and a per-kernel time summary where nsys is
 #
@@ -49,6 +49,12 @@ gate() {  # model scheme
     --reference-backend cpu-ref --length 40 --max-nmse 1e-4 --work $build/test-tmp/gate-$1-$2
 }
 
+steps_report() {  # model scheme: where cuda first parts from cpu-ref, step by step (first_divergence.py)
+  $python tests/reference/gate_steps.py --kipp "$kipp" --model $models/$1.$2.gguf --backend cuda \
+    --reference-backend cpu-ref --length 40 --max-nmse 1e-4 --work $build/test-tmp/steps-$1-$2 \
+    | tee "$out/steps-$1-$2.txt"
+}
+
 graphs_equal_plain() {
   local args=(generate --model $models/qwen3-tiny.bf16.gguf --backend cuda --greedy -n 48 --prompt "Once upon a time")
   local with without
@@ -93,6 +99,14 @@ case $phase in
     step build build_all || exit 1
     step fixtures bash tests/fixtures/make_test_models.sh "$kipp" $build/tests/kipp-synthetic $tokenizer $fact_sheet \
       $models
+    # First the named intermediates against cpu-ref: if anything below fails, these reports
+    # ($out/steps-*.txt) already name the first step, layer, position and element that parts.
+    for model in qwen3-tiny qwen3-tiny-untied; do
+      for scheme in bf16 affine4_gs32; do
+        if [[ -n $python ]]; then step "steps $model $scheme" steps_report $model $scheme;
+        else verdict "steps $model $scheme" "skipped (no NumPy here)"; fi
+      done
+    done
     # The backend contract, cuda cases: sessions, paging (bitwise through scrambled tables),
     # pooled KV, multi-row and multi-item evaluation, graphs replayed for every decode step. And
     # the in-process gate: cuda against cpu-ref on both tiny checkpoints in every scheme, a

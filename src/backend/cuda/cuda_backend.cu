@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -119,6 +120,13 @@ class Model final : public BackendModel {
     return memory;
   }
   bool batch_invariant() const override { return false; }
+  // Steps the kernels keep in memory of their own: the embedding, Q and K after RoPE, attention,
+  // the residual stream after each block, and logits. The norms are fused into the products that
+  // read them, and the FFN's output into the residual add, so those steps are not recorded.
+  Status record_steps(StepRecorder* recorder) override {
+    recorder_ = recorder;
+    return {};
+  }
   uint32_t live_sessions() const override { return uint32_t(token_.use_count() - 1); }
 
   Result<std::unique_ptr<BackendSession>> create_session(uint32_t capacity) override {
@@ -265,7 +273,8 @@ class Model final : public BackendModel {
     // A decode step (one token and one logit row per item) replays the graph captured for its
     // batch size; anything else is launched kernel by kernel.
     const bool decode_step = logit_rows == rows && rows == items.size();
-    if (decode_step && graphs_enabled_) {
+    recording_ = recorder_ ? &batch : nullptr;  // recording runs step by step, never a graph
+    if (decode_step && graphs_enabled_ && !recorder_) {
       auto found = decode_graphs_.find(rows);
       if (found == decode_graphs_.end()) {
         KIPP_ASSIGN(DeviceGraph graph,
@@ -276,6 +285,8 @@ class Model final : public BackendModel {
     } else {
       launch_forward(rows, logit_rows, uint32_t(items.size()));
     }
+    recording_ = nullptr;
+    KIPP_TRY(std::exchange(recording_error_, Status{}));
     if (logit_rows == 0) return check(cudaStreamSynchronize(stream_), "evaluating the batch");
     const size_t row_bytes = size_t(c_.vocab()) * sizeof(float);
     KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes,
@@ -296,6 +307,7 @@ class Model final : public BackendModel {
     float* x_norm = a_.x_norm.as<float>();
     const float eps = c_.rms_norm_eps();
     embed_rows(embedding_, d_ints + at.ids, rows, c_.hidden, x, stream_);
+    note(ForwardStep::embedding, 0, x, c_.hidden, c_.hidden, rows);
     PagedKv kv{d_ints + at.positions, d_ints + at.row_item, d_ints + at.table_offset, d_ints + at.tables,
                a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
     const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads(), c_.head_dim()};
@@ -305,12 +317,17 @@ class Model final : public BackendModel {
       // Attention block: norm and Q/K/V, per-head norm and RoPE and store K/V, attend, project and add.
       normed_matmul(layer.attn_qkv, x, as_f32(layer.attn_norm), eps, x_norm, rows, qkv.base, Write::replace, stream_);
       prepare_heads(qkv, rows, as_f32(layer.attn_q_norm), as_f32(layer.attn_k_norm), eps, c_.rope_theta, kv, stream_);
+      note(ForwardStep::q_rope, l, qkv.base, c_.attention_width(), qkv_width(), rows);
+      note(ForwardStep::k_rope, l, qkv.base + c_.attention_width(), c_.kv_width(), qkv_width(), rows);
       attend(qkv, rows, kv, a_.attention_scratch.as<float>(), a_.attention.as<float>(), stream_);
+      note(ForwardStep::attention, l, a_.attention.as<float>(), c_.attention_width(), c_.attention_width(), rows);
       matmul(layer.attn_output, a_.attention.as<float>(), rows, x, Write::add, stream_);
+      note(ForwardStep::attn_residual, l, x, c_.hidden, c_.hidden, rows);
       // Feed-forward block: norm and gate/up with SiLU(gate) * up, down and add.
       normed_matmul(layer.ffn_gate_up, x, as_f32(layer.ffn_norm), eps, x_norm, rows, a_.swiglu.as<float>(),
                     Write::swiglu, stream_);
       matmul(layer.ffn_down, a_.swiglu.as<float>(), rows, x, Write::add, stream_);
+      note(ForwardStep::residual, l, x, c_.hidden, c_.hidden, rows);
     }
     if (logit_rows == 0) return;
     // Logits only for the rows that want them.
@@ -318,6 +335,25 @@ class Model final : public BackendModel {
     float* final_rows = a_.final_rows.as<float>();  // normalized in place where it must be
     normed_matmul(lm_head_, final_rows, as_f32(output_norm_), eps, final_rows, logit_rows, a_.logits.as<float>(),
                   Write::replace, stream_);
+    note(ForwardStep::logits, 0, a_.logits.as<float>(), c_.vocab(), c_.vocab(), logit_rows);
+  }
+
+  // Hands `count` rows of a step (`width` values, `stride` apart on the device) to the recorder
+  // once the stream has computed them: batch rows, or for logits the logit rows.
+  void note(ForwardStep step, uint32_t layer, const float* rows, uint32_t width, uint32_t stride, uint32_t count) {
+    if (!recording_ || !recording_error_) return;
+    std::vector<float> host(size_t(count) * stride);
+    recording_error_ = check(cudaMemcpyAsync(host.data(), rows, host.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                             stream_),
+                             "copying a step back");
+    if (recording_error_) recording_error_ = check(cudaStreamSynchronize(stream_), "copying a step back");
+    if (!recording_error_) return;
+    const bool logits = step == ForwardStep::logits;
+    for (uint32_t r = 0; r < count; ++r) {
+      const int32_t batch_row = logits ? recording_->logit_rows[r] : int32_t(r);
+      recorder_->record(step, layer, uint32_t(recording_->positions[batch_row]),
+                        std::span(host.data() + size_t(r) * stride, width));
+    }
   }
 
   uint32_t qkv_width() const { return c_.attention_width() + 2 * c_.kv_width(); }
@@ -344,6 +380,9 @@ class Model final : public BackendModel {
   // Captured decode steps by batch size (--no-cuda-graphs launches every kernel instead).
   std::map<uint32_t, DeviceGraph> decode_graphs_;
   const bool graphs_enabled_;
+  StepRecorder* recorder_ = nullptr;
+  const BatchLayout* recording_ = nullptr;  // the batch being recorded, during its forward pass
+  Status recording_error_ = {};
   std::shared_ptr<const int> token_ = std::make_shared<const int>(0);
 };
 
