@@ -1,24 +1,39 @@
-// Every kernel set this processor can run, its quantized matrix products against a scalar twin
-// written from the formats' definitions (quant/blocks.h, kernels.h), on shapes that hit every
-// row tile, single-vector row tail, token tile and token tail. The kernels sum each block's
-// integer products exactly, so the twin sums the same integers in int64 and applies the scales
-// in double; what may differ is only FP32 rounding, bounded below from the arithmetic. A failure
-// names the worst element (row, token, expected, actual).
+// Every kernel table this processor can run (portable, avx2, avx512), each kernel against its
+// scalar twin, on shapes that hit every row tile, single-vector row tail, token tile, token tail,
+// column block and attention chunk edge:
+//   - quantized products (Q8_0 x int16, Q4_1 x int16, Q4_1 x int8 blocks) against a twin written
+//     from the formats' definitions (quant/blocks.h, kernels.h), which sums the same integers in
+//     int64 and applies the scales in double;
+//   - FP32 and BF16 products against cpu-ref's matvec;
+//   - attention (both KV formats, through a scrambled block table, chunks folded) against
+//     cpu-ref's attend_gqa.
+// What may differ is only FP32 rounding (and, in attention, the kernels' polynomial exp); each
+// test derives its bound from the arithmetic and says how. A failure names the worst element
+// (row or head, token or position, expected, actual, bound). The steps a token takes outside the
+// tables (norms, SiLU, RoPE) are cpu-ref's own functions in both backends, so they have no twin;
+// quantize_activation is one plain function shared by every set, checked against its definition
+// below.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/cpu_ref/ops.h"
+#include "backend/kv_store.h"
 #include "quant/blocks.h"
 #include "quant/float_formats.h"
+#include "registry/registry.h"
 
 namespace kipp {
 namespace {
@@ -166,11 +181,186 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
 
 TEST(CpuKernels, QuantizedProductsEqualTheirScalarTwinInEverySet) {
   for (cpu::Isa isa : runnable_sets())
-    for (uint32_t cols : {32u, 96u, 1024u}) {
+    for (uint32_t cols : {32u, 96u, 544u, 1024u}) {
       check_products(isa, WeightFormat::q8_0, cpu::ActivationForm::int16, cols);
       check_products(isa, WeightFormat::affine4, cpu::ActivationForm::int16, cols);
       check_products(isa, WeightFormat::affine4, cpu::ActivationForm::int8_blocks, cols);
     }
+}
+
+// Keeps the worst element of a comparison: its excess over the bound and where it was.
+struct Worst {
+  double excess = -1;
+  std::string where;
+  void see(double expected, double actual, double bound, const char* place) {
+    const double excess_here = std::isfinite(actual) ? std::fabs(actual - expected) / bound : INFINITY;
+    if (excess_here <= excess) return;
+    excess = excess_here;
+    char line[200];
+    std::snprintf(line, sizeof line, "%s: expected %.9g, actual %.9g (bound %.3g)", place, expected, actual, bound);
+    where = line;
+  }
+};
+
+// FP32 and BF16 weights: the kernel against cpu-ref's matvec on the same unpacked weights. Both
+// sum cols products of exactly representable factors in FP32, cpu-ref in column order (at most
+// cols roundings), the kernel per lane then in a fixed tree (fewer); each is within
+// (cols + 2) u sum|w x| of the exact value, so they are within twice that of each other.
+void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
+  const cpu::Kernels& kernels = cpu::kernels_for(isa);
+  std::mt19937 rng(cols * 11 + uint32_t(format));
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  const size_t value_bytes = format == WeightFormat::f32 ? 4 : 2;
+  std::vector<uint8_t> weights(size_t(kRows) * cols * value_bytes);
+  std::vector<float> widened(size_t(kRows) * cols);
+  for (size_t i = 0; i < widened.size(); ++i) {
+    const float value = normal(rng);
+    if (format == WeightFormat::f32) {
+      widened[i] = value;
+      std::memcpy(&weights[i * 4], &value, 4);
+    } else {
+      const uint16_t bits = f32_to_bf16(value);
+      widened[i] = bf16_to_f32(bits);
+      std::memcpy(&weights[i * 2], &bits, 2);
+    }
+  }
+  const WeightView plain{weights.data(), format, kRows, cols, weights.size()};
+  cpu::ThreadPool pool(1);
+  auto packed = cpu::pack_matrix(plain, pool, kernels.lanes);
+  ASSERT_TRUE(packed.ok()) << packed.error().message;
+  WeightView view = plain;
+  view.data = packed.value().get();
+
+  constexpr uint32_t kTokens = 13;
+  std::normal_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> x(size_t(kTokens) * cols);
+  for (float& v : x) v = unit(rng);
+  x[5] = -40.0f;
+  std::vector<float> expected(size_t(kTokens) * kRows);
+  for (uint32_t t = 0; t < kTokens; ++t) cpu_ref::matvec(plain, &x[size_t(t) * cols], &expected[size_t(t) * kRows]);
+
+  for (uint32_t tokens = 1; tokens <= kTokens; ++tokens) {
+    std::vector<float> out(size_t(tokens) * kRows, NAN);
+    std::vector<float*> rows(tokens);
+    for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
+    const cpu::MatmulArgs args{&view,   cpu::ActivationForm::f32, x.data(), nullptr, nullptr, nullptr, nullptr,
+                               nullptr, nullptr,  cols,     tokens,  rows.data(), 0,       kRows,   cpu::fp16_table()};
+    kernels.matmul(args);
+    Worst worst;
+    for (uint32_t t = 0; t < tokens; ++t)
+      for (uint32_t r = 0; r < kRows; ++r) {
+        double magnitude = 0;
+        for (uint32_t c = 0; c < cols; ++c) magnitude += std::fabs(double(widened[size_t(r) * cols + c]) * x[size_t(t) * cols + c]);
+        char place[64];
+        std::snprintf(place, sizeof place, "row %u, token %u", r, t);
+        worst.see(expected[size_t(t) * kRows + r], out[size_t(t) * kRows + r],
+                  2.0 * (cols + 2) * kUnit * magnitude + 1e-30, place);
+      }
+    EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << (format == WeightFormat::f32 ? " f32" : " bf16") << ", "
+                                 << cols << " columns, " << tokens << " tokens: worst at " << worst.where;
+  }
+}
+
+TEST(CpuKernels, DenseProductsEqualCpuRefInEverySet) {
+  for (cpu::Isa isa : runnable_sets())
+    for (uint32_t cols : {32u, 96u, 544u, 1024u}) {
+      check_dense_products(isa, WeightFormat::f32, cols);
+      check_dense_products(isa, WeightFormat::bf16, cols);
+    }
+}
+
+// Attention of one query position over `positions` cached rows, in units of FP32's roundoff
+// relative to max|v|, from exact. A score q.k / sqrt(d) carries at most (d + 2) u of
+// sum_i |q_i k_i| / sqrt(d) (d products summed in any order, the scale); a softmax weight exp(s -
+// max) then carries that error plus its exp's (`exp_units`: std::exp is within 1 u, the
+// kernels' degree-7 polynomial within 4) relatively; weights all off by a relative eta move the
+// normalized sum by at most 2 eta max|v|. The weighted sums and the normalizer add at most
+// (positions + 1) u each, the fold of chunk partials (exp and two products per chunk) 6 u per
+// chunk, the final division 1 u.
+double attention_error_units(double score_error_units, uint32_t positions, uint32_t chunks, double exp_units) {
+  return 2.0 * (score_error_units + exp_units + 1) + 2.0 * (positions + 1) + 6.0 * chunks + 1;
+}
+
+void check_attention(cpu::Isa isa, KvFormat format) {
+  const cpu::Kernels& kernels = cpu::kernels_for(isa);
+  const Checkpoint& c = *find_checkpoint("qwen3-0.6b");  // 16 query heads over 8 KV heads of 128
+  const uint32_t dim = c.head_dim(), q_heads = c.q_heads, kv_width = c.kv_width();
+  // Positions on both sides of every block and chunk edge, up to three chunks.
+  const std::vector<uint32_t> lengths = {1, 2, 31, 32, 33, 255, 256, 257, 600};
+  const uint32_t blocks = kv_blocks_for(600), spare = 5;
+  KvStore store(1, kv_width, blocks + spare, format);
+  std::vector<uint32_t> table(blocks);
+  std::iota(table.begin(), table.end(), spare);
+  std::mt19937 rng(int(isa) * 3 + int(format));
+  std::shuffle(table.begin(), table.end(), rng);
+  const KvRows kv{store, table};
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> row(kv_width);
+  for (uint32_t p = 0; p < 600; ++p) {
+    for (float& v : row) v = normal(rng);
+    store_kv_row(format, row.data(), kv_width, kv.k(0, p));
+    for (float& v : row) v = normal(rng);
+    store_kv_row(format, row.data(), kv_width, kv.v(0, p));
+  }
+  // Queries three times the keys' scale: scores spread over about +-10, so the softmax is neither
+  // flat nor one-hot.
+  std::vector<float> q(lengths.size() * q_heads * dim);
+  for (float& v : q) v = 3.0f * normal(rng);
+  std::vector<float> out(q.size(), NAN), expected(q.size());
+  std::vector<cpu::AttentionQuery> queries;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    queries.push_back({&q[i * q_heads * dim], &out[i * q_heads * dim], store.k_row(0, 0, 0), store.v_row(0, 0, 0),
+                       table.data(), lengths[i]});
+  cpu::ThreadPool pool(2);
+  cpu::AttentionRunner runner(c, pool, kernels, format);
+  runner.run(queries);
+
+  std::vector<const std::byte*> keys(600), values(600);
+  for (uint32_t p = 0; p < 600; ++p) {
+    keys[p] = kv.k(0, p);
+    values[p] = kv.v(0, p);
+  }
+  std::vector<float> scores(600), k_row(dim), v_row(dim);
+  Worst worst;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    const uint32_t n = lengths[i], chunks = (n + cpu::kAttentionChunk - 1) / cpu::kAttentionChunk;
+    const float* query = &q[i * q_heads * dim];
+    cpu_ref::attend_gqa(query, q_heads, c.kv_heads(), dim, format, std::span(keys.data(), n),
+                        std::span(values.data(), n), scores.data(), &expected[i * q_heads * dim]);
+    for (uint32_t h = 0; h < q_heads; ++h) {
+      const uint32_t kv_head = h / (q_heads / c.kv_heads());
+      double score_magnitude = 0, v_max = 0;
+      for (uint32_t p = 0; p < n; ++p) {
+        widen_kv_values(format, keys[p], kv_head * dim, dim, k_row.data());
+        widen_kv_values(format, values[p], kv_head * dim, dim, v_row.data());
+        double magnitude = 0;
+        for (uint32_t d = 0; d < dim; ++d) {
+          magnitude += std::fabs(double(query[h * dim + d]) * k_row[d]);
+          v_max = std::max(v_max, double(std::fabs(v_row[d])));
+        }
+        score_magnitude = std::max(score_magnitude, magnitude / std::sqrt(double(dim)));
+      }
+      // The score error enters the weights through exp, in absolute units of the score.
+      const double score_units = (dim + 2) * score_magnitude;
+      const double bound = (attention_error_units(score_units, n, chunks, 4) +
+                            attention_error_units(score_units, n, 1, 1)) * kUnit * v_max;
+      for (uint32_t d = 0; d < dim; ++d) {
+        char place[80];
+        std::snprintf(place, sizeof place, "%u positions, head %u, element %u", n, h, d);
+        const size_t at = i * q_heads * dim + h * dim + d;
+        worst.see(expected[at], out[at], bound, place);
+      }
+    }
+  }
+  EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << " attention, " << kv_format_name(format)
+                               << " cache: worst at " << worst.where;
+}
+
+TEST(CpuKernels, AttentionEqualsCpuRefInEverySet) {
+  for (cpu::Isa isa : runnable_sets()) {
+    check_attention(isa, KvFormat::bf16);
+    check_attention(isa, KvFormat::q8_0);
+  }
 }
 
 // int16 activations: the largest magnitude maps to 32767, every value rounds to the nearest step
