@@ -5,9 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include "engine/kv_block_pool.h"
 #include "engine/logprobs.h"
@@ -159,6 +164,47 @@ TEST(Logprobs, UnderAConstraintOfTheAllowedTokensOnly) {
   EXPECT_EQ(step.top[2].token, 4u);
 }
 
+// Keeps the scheduler thread inside one request's callback (on_update and on_done run on that
+// thread) from the callback's first call until release(). Meanwhile nothing is admitted or
+// evaluated, so whatever a test submits in between is in the queue, all of it, when the scheduler
+// next admits: which requests run together is then up to the scheduler alone, not to timing.
+class SchedulerHold {
+ public:
+  // On the scheduler thread: holds it the first time, returns at once after that.
+  void hold_here() {
+    std::unique_lock lock(mutex_);
+    if (held_) return;
+    held_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return released_; });
+  }
+
+  // True once the scheduler thread is held (the deadline only guards against a hang).
+  bool wait_until_held() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::seconds(60), [&] { return held_; });
+  }
+
+  void release() {
+    std::lock_guard lock(mutex_);
+    released_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool held_ = false;
+  bool released_ = false;
+};
+
+// Steps that evaluated more than `bound` sequences together (`bound` one of the histogram's).
+uint64_t steps_above(const Histogram& batch_sizes, double bound) {
+  const size_t at = size_t(std::find(batch_sizes.bounds.begin(), batch_sizes.bounds.end(), bound) - batch_sizes.bounds.begin());
+  EXPECT_LT(at, batch_sizes.bounds.size()) << bound << " is not a bound of the histogram";
+  return at < batch_sizes.bounds.size() ? batch_sizes.count - batch_sizes.counts[at] : 0;
+}
+
 struct Outcome {
   std::vector<std::string> text;
   std::vector<std::optional<FinishReason>> finish;
@@ -192,27 +238,50 @@ class SchedulerTest : public ::testing::Test {
     scheduler_ = std::move(*scheduler);
   }
 
-  // Submits and returns a future of everything the request produced.
+  // A held scheduler thread is let go before the scheduler is destroyed (its destructor joins it),
+  // also when a test failed while holding it.
+  void TearDown() override { hold_.release(); }
+
+  // Submits and returns a future of everything the request produced. Callbacks the request
+  // already has run after the outcome has been recorded.
   std::future<Outcome> submit(CompletionRequest request, std::shared_ptr<RequestTicket>* ticket = nullptr) {
     auto outcome = std::make_shared<Outcome>();
     auto done = std::make_shared<std::promise<Outcome>>();
     outcome->text.resize(request.n);
     outcome->finish.resize(request.n);
     outcome->tokens.resize(request.n);
-    request.on_update = [outcome](const ChoiceUpdate& update) {
+    request.on_update = [outcome, then = std::move(request.on_update)](const ChoiceUpdate& update) {
       EXPECT_FALSE(outcome->finish[update.choice]) << "no update after a choice's last";
       outcome->text[update.choice] += update.text;
       outcome->finish[update.choice] = update.finish;
       for (const TokenReport& token : update.tokens) outcome->tokens[update.choice].push_back(token);
+      if (then) then(update);
     };
-    request.on_done = [outcome, done](const RequestReport& report) {
+    request.on_done = [outcome, done, then = std::move(request.on_done)](const RequestReport& report) {
       outcome->report = report;
       done->set_value(*outcome);
+      if (then) then(report);
     };
     Submission submission = scheduler_->submit(std::move(request));
     EXPECT_EQ(submission.verdict, Verdict::queued) << submission.reason;
     if (ticket) *ticket = submission.ticket;
     return done->get_future();
+  }
+
+  enum class HoldAt { first_update, end };
+
+  // Submits a request that holds the scheduler thread (hold_) in its first update (it is then
+  // running and holds its KV) or at its end (it is then no longer counted as running), and
+  // returns once the thread is held.
+  std::future<Outcome> submit_holding(CompletionRequest request, HoldAt at,
+                                      std::shared_ptr<RequestTicket>* ticket = nullptr) {
+    if (at == HoldAt::first_update)
+      request.on_update = [this](const ChoiceUpdate&) { hold_.hold_here(); };
+    else
+      request.on_done = [this](const RequestReport&) { hold_.hold_here(); };
+    auto outcome = submit(std::move(request), ticket);
+    EXPECT_TRUE(hold_.wait_until_held()) << "the holding request never reached its callback";
+    return outcome;
   }
 
   // The same request generated alone on a private session of another backend instance.
@@ -270,12 +339,17 @@ class SchedulerTest : public ::testing::Test {
   testing::TinyCheckpoint tiny_;
   std::unique_ptr<BackendModel> reference_;
   std::unique_ptr<BackendModel> backend_;
+  SchedulerHold hold_;  // outlives the scheduler, whose thread may be in it
   std::unique_ptr<Scheduler> scheduler_;
 };
 
+// The 16 requests are queued while the scheduler thread is held at the end of a first one, so
+// the next step admits all of them at once and the steps that follow are the same on every run.
 TEST_F(SchedulerTest, ConcurrentGreedyRequestsEachEqualTheSameRequestAlone) {
   start({.pool_blocks = 256, .max_sequences = 16, .max_waiting = 64, .step_tokens = 48});
   std::mt19937 rng(7);
+  auto first = submit_holding(greedy({1, 2, 3}, 1), HoldAt::end);
+  const SchedulerStats held = scheduler_->stats();
   std::vector<CompletionRequest> requests;
   std::vector<std::future<Outcome>> outcomes;
   for (uint32_t i = 0; i < 16; ++i) {
@@ -284,14 +358,18 @@ TEST_F(SchedulerTest, ConcurrentGreedyRequestsEachEqualTheSameRequestAlone) {
     requests.push_back(request);
     outcomes.push_back(submit(request));
   }
+  EXPECT_EQ(scheduler_->stats().waiting, 16u) << "all of them queued while the scheduler was held";
+  hold_.release();
+  first.get();
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome outcome = outcomes[i].get();
     expect_answered_as_alone(outcome, requests[i], "request " + std::to_string(i));
     EXPECT_EQ(outcome.report.prompt_tokens, requests[i].prompt.size());
     EXPECT_FALSE(outcome.report.error);
   }
-  EXPECT_GT(scheduler_->stats().batch_size.sum / scheduler_->stats().batch_size.count, 2.0)
-      << "requests were evaluated together";
+  const SchedulerStats stats = scheduler_->stats();
+  EXPECT_EQ(steps_above(held.batch_size, 1), 0u) << "the first request ran alone";
+  EXPECT_GT(steps_above(stats.batch_size, 8), 0u) << "more than 8 of the 16 were evaluated in one step";
   expect_pool_idle();
 }
 
@@ -445,22 +523,34 @@ TEST_F(SchedulerTest, SpeculationUnderLoadAnswersExactlyAsPlainDecodingAlone) {
   expect_pool_idle();
 }
 
+// The six are queued while the scheduler is held, so all of them ask for room at once; each
+// update records how many were still waiting when it came.
 TEST_F(SchedulerTest, ATinyPoolDelaysAdmissionButEveryAnswerIsRight) {
   // 6 blocks: room for one request of up to 192 positions at a time.
   start({.pool_blocks = 6, .max_sequences = 8, .max_waiting = 16, .step_tokens = 64});
   std::mt19937 rng(3);
+  auto first = submit_holding(greedy({1, 2, 3}, 1), HoldAt::end);
+  auto waiting_seen = std::make_shared<std::atomic<uint32_t>>(0);
   std::vector<CompletionRequest> requests;
   std::vector<std::future<Outcome>> outcomes;
   for (uint32_t i = 0; i < 6; ++i) {
     requests.push_back(greedy(random_prompt(rng, 60 + rng() % 100), 8));
-    outcomes.push_back(submit(requests.back()));
+    CompletionRequest request = requests.back();
+    request.on_update = [this, waiting_seen](const ChoiceUpdate&) {  // on the scheduler thread
+      const uint32_t waiting = scheduler_->stats().waiting;
+      if (waiting > waiting_seen->load()) waiting_seen->store(waiting);
+    };
+    outcomes.push_back(submit(request));
   }
+  hold_.release();
+  first.get();
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome outcome = outcomes[i].get();
     EXPECT_FALSE(outcome.report.error) << *outcome.report.error;
     EXPECT_EQ(outcome.text[0], alone(requests[i]).text) << "request " << i;
   }
-  EXPECT_GT(scheduler_->stats().queue_seconds.sum, 0.0);
+  // Each needs at least 3 of the 6 blocks (68 positions or more): two run at most, four wait.
+  EXPECT_GE(waiting_seen->load(), 4u) << "requests waited for room in the pool while others generated";
   expect_pool_idle();
 }
 
@@ -499,18 +589,18 @@ TEST_F(SchedulerTest, OversizedRequestsAndAFullQueueAreRefusedUpFront) {
   many.n = 3;
   EXPECT_EQ(scheduler_->submit(many).verdict, Verdict::too_large) << "more choices than sequences";
 
-  // One long request holds the pool; the queue holds one more; the next is refused as busy.
+  // One long request holds the pool (and the scheduler thread, in its first update); the queue
+  // holds one more; the next is refused as busy.
   CompletionRequest slow = greedy({1, 2, 3}, 250);  // all 8 blocks: the next one waits
   std::shared_ptr<RequestTicket> ticket;
-  auto running = submit(slow, &ticket);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (scheduler_->stats().running == 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto running = submit_holding(slow, HoldAt::first_update, &ticket);
+  EXPECT_EQ(scheduler_->stats().running, 1u);
   auto queued = submit(greedy({4, 5, 6}, 4));
   Submission busy = scheduler_->submit(greedy({7, 8, 9}, 4));
   EXPECT_EQ(busy.verdict, Verdict::queue_full);
   ticket->cancel();
-  running.get();
+  hold_.release();
+  EXPECT_TRUE(running.get().report.cancelled);
   EXPECT_FALSE(queued.get().report.error);
 }
 
