@@ -138,21 +138,40 @@ class Generate : public ::testing::Test {
     return result ? *result : Generation{};
   }
 
-  // Greedy tokens by hand: evaluate, take the argmax over the tokenizer's ids, repeat.
-  std::vector<uint32_t> argmax_loop(const std::vector<uint32_t>& prompt, uint32_t count) {
+  // A greedy run worked out by hand, without the generator or the sampler: evaluate, add the
+  // biases, take the first greatest logit over the tokenizer's ids; up to `max_tokens`, or to
+  // and including a stop id.
+  std::vector<uint32_t> argmax_loop(const std::vector<uint32_t>& prompt, uint32_t max_tokens,
+                                    const std::vector<LogitBias>& biases = {}) {
     auto session = backend_->create_session(256);
+    EXPECT_TRUE(session);
+    if (!session) return {};
     std::vector<float> logits(family::vocab);
     std::vector<uint32_t> out;
     std::vector<uint32_t> next = prompt;
-    for (uint32_t i = 0; i < count; ++i) {
+    for (uint32_t i = 0; i < max_tokens; ++i) {
       EvalItem item{session->get(), next, (*session)->length(), 1, logits.data(), {}};
       EXPECT_TRUE(backend_->eval(std::span(&item, 1)));
+      for (const LogitBias& bias : biases) logits[bias.token] += bias.bias;
       const auto end = logits.begin() + tokenizer_->vocab_size();
       const uint32_t token = uint32_t(std::max_element(logits.begin(), end) - logits.begin());
       out.push_back(token);
+      if (is_stop_id(token)) break;
       next = {token};
     }
     return out;
+  }
+
+  bool is_stop_id(uint32_t token) const {
+    return std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end();
+  }
+
+  // The text of a run: its tokens decoded, a final stop id left out.
+  std::string text_of(std::vector<uint32_t> tokens) {
+    if (!tokens.empty() && is_stop_id(tokens.back())) tokens.pop_back();
+    auto text = tokenizer_->decode(tokens);
+    EXPECT_TRUE(text);
+    return text ? *text : std::string();
   }
 
   std::vector<uint32_t> prompt() {
@@ -167,26 +186,21 @@ class Generate : public ::testing::Test {
   std::vector<uint32_t> stop_ids_;
 };
 
+// The whole run, its length and how it ends, comes from the argmax loop, not from the generator.
 TEST_F(Generate, GreedyIsTheArgmaxLoopAndStreamsItsText) {
   GenerateOptions options;
   options.max_tokens = 12;
   options.sampling.temperature = 0.0f;
   std::string streamed;
   const Generation g = run(prompt(), options, &streamed);
-  // The synthetic model may well emit a stop token before 12; compare what it did emit.
-  const std::vector<uint32_t> expected = argmax_loop(prompt(), uint32_t(g.tokens.size()));
+  const std::vector<uint32_t> expected = argmax_loop(prompt(), 12);
+  ASSERT_FALSE(expected.empty());
   EXPECT_EQ(g.tokens, expected);
+  EXPECT_EQ(g.finish, is_stop_id(expected.back()) ? FinishReason::stop_token : FinishReason::length);
+  EXPECT_EQ(g.text, text_of(expected));
   EXPECT_EQ(streamed, g.text);
-  std::vector<uint32_t> text_tokens = g.tokens;
-  if (g.finish == FinishReason::stop_token) text_tokens.pop_back();
-  auto decoded = tokenizer_->decode(text_tokens);
-  ASSERT_TRUE(decoded);
-  EXPECT_EQ(g.text, *decoded);
-  if (g.finish == FinishReason::length) {
-    EXPECT_EQ(g.tokens.size(), 12u);
-  }
   EXPECT_EQ(g.timings.prompt_tokens, prompt().size());
-  EXPECT_EQ(g.timings.generated_tokens, g.tokens.size());
+  EXPECT_EQ(g.timings.generated_tokens, expected.size());
 }
 
 TEST_F(Generate, StopsOnAStopStringThatSpansTokens) {
@@ -194,21 +208,23 @@ TEST_F(Generate, StopsOnAStopStringThatSpansTokens) {
   options.max_tokens = 40;
   options.sampling.temperature = 0.0f;
   options.sampling.logit_bias = {{family::token_im_end, -100.0f}, {family::token_endoftext, -100.0f}};
-  const Generation full = run(prompt(), options);
-  ASSERT_EQ(full.finish, FinishReason::length);
+  const std::vector<uint32_t> expected = argmax_loop(prompt(), 40, options.sampling.logit_bias);
+  ASSERT_EQ(expected.size(), 40u) << "the stop ids are biased away";
+  const std::string full = text_of(expected);
+  EXPECT_EQ(run(prompt(), options).text, full);
   // A stop string taken from the middle of the text, across token boundaries where possible.
-  ASSERT_GE(full.text.size(), 12u);
-  size_t from = full.text.size() / 3, to = from + 6;
-  while (from > 0 && (full.text[from] & 0xC0) == 0x80) --from;  // whole characters at both ends
-  while (to < full.text.size() && (full.text[to] & 0xC0) == 0x80) ++to;
-  const std::string stop = full.text.substr(from, to - from);
+  ASSERT_GE(full.size(), 12u);
+  size_t from = full.size() / 3, to = from + 6;
+  while (from > 0 && (full[from] & 0xC0) == 0x80) --from;  // whole characters at both ends
+  while (to < full.size() && (full[to] & 0xC0) == 0x80) ++to;
+  const std::string stop = full.substr(from, to - from);
   ASSERT_FALSE(stop.empty());
   options.stop = {stop};
   std::string streamed;
   const Generation cut = run(prompt(), options, &streamed);
   EXPECT_EQ(cut.finish, FinishReason::stop_string);
   EXPECT_EQ(cut.stop, stop);
-  EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
+  EXPECT_EQ(cut.text, full.substr(0, full.find(stop)));
   EXPECT_EQ(streamed, cut.text);
 }
 
@@ -325,7 +341,7 @@ TEST_F(Generate, SpeculativeDecodingLeavesTheCacheAsPlainDecodingDoes) {
 }
 
 // A budget on a thought the model would not end (</think> biased away): the first `budget`
-// tokens are the unbudgeted run's, then </think> and "\n\n" come, then the answer, the same with
+// tokens are the unbudgeted greedy run's (worked out by hand), then </think> and "\n\n" come, then the answer, the same with
 // prompt-lookup drafts.
 TEST_F(Generate, AThinkingBudgetClosesTheThoughtAndTheAnswerFollows) {
   auto ids = tokenizer_->encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n");
@@ -341,16 +357,17 @@ TEST_F(Generate, AThinkingBudgetClosesTheThoughtAndTheAnswerFollows) {
   options.sampling.logit_bias = {{close->front(), -100.0f}, {family::token_im_end, -100.0f},
                                  {family::token_endoftext, -100.0f}};
   options.answer_start = ConstraintStart::after_think;
-  const Generation free = run(*ids, options);
-  ASSERT_EQ(free.tokens.size(), 16u);
-  ASSERT_EQ(std::count(free.tokens.begin(), free.tokens.end(), close->front()), 0);
+  const std::vector<uint32_t> free = argmax_loop(*ids, 16, options.sampling.logit_bias);
+  ASSERT_EQ(free.size(), 16u);
+  ASSERT_EQ(std::count(free.begin(), free.end(), close->front()), 0);
+  EXPECT_EQ(run(*ids, options).tokens, free) << "without a budget, the plain greedy run";
   constexpr uint32_t budget = 5;
   options.thinking_budget = budget;
   for (bool speculative : {false, true}) {
     options.speculative = speculative;
     const Generation g = run(*ids, options);
     ASSERT_EQ(g.tokens.size(), 16u);
-    EXPECT_TRUE(std::equal(g.tokens.begin(), g.tokens.begin() + budget, free.tokens.begin()));
+    EXPECT_TRUE(std::equal(g.tokens.begin(), g.tokens.begin() + budget, free.begin()));
     // "\n" first unless the thought's last token ended in one.
     const bool ended_newline = tokenizer_->token_bytes(g.tokens[budget - 1]).back() == '\n';
     std::vector<uint32_t> closing = ended_newline ? std::vector<uint32_t>{} : *newline;
