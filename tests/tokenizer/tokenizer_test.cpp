@@ -1,6 +1,6 @@
 // The tokenizer's own contract: known ids, invalid UTF-8 errors with offsets, decode and the
-// streaming decoder, NFC as the reference applies it, load-time rejection of bad data, load
-// time, and linear time on pathological inputs.
+// streaming decoder, NFC as the reference applies it, load-time rejection of bad data, every
+// build the same, and linear time on pathological inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -243,20 +243,29 @@ TEST(TokenizerData, RejectsTokensOutsideTheByteLevelAlphabet) {
   }
 }
 
-// Building the tables for 151,936 tokens and 151,387 merges takes a few tens of milliseconds.
-TEST(Tokenizer, LoadsQuickly) {
+// A build from the data (151,936 tokens, 151,387 merges) takes every token and every merge, and
+// a second build is the same tokenizer as the first: the same bytes for every id, the same ids for
+// a text that goes through every stage. How long a build takes is a benchmark's question, not
+// this test's.
+TEST(Tokenizer, EveryBuildFromTheDataHoldsEveryTokenAndMerge) {
   auto data = testing::real_tokenizer_data();
   ASSERT_TRUE(data.ok()) << data.error().message;
-  std::vector<double> milliseconds;
-  for (int run = 0; run < 3; ++run) {
-    const auto started = std::chrono::steady_clock::now();
-    auto built = Tokenizer::create(*data.value());
-    milliseconds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
-    ASSERT_TRUE(built.ok());
-  }
-  std::sort(milliseconds.begin(), milliseconds.end());
-  std::printf("Tokenizer::create: %.1f ms (median of 3)\n", milliseconds[1]);
-  EXPECT_LT(milliseconds[1], 2000.0);
+  auto built = Tokenizer::create(*data.value());
+  ASSERT_TRUE(built.ok()) << built.error().message;
+  EXPECT_EQ(built->vocab_size(), data.value()->tokens.size());
+  EXPECT_EQ(built->merge_count(), data.value()->merges.size());
+  EXPECT_EQ(built->added_token_count(), tokenizer().added_token_count());
+  ASSERT_EQ(built->vocab_size(), tokenizer().vocab_size());
+  size_t different = 0;
+  for (TokenId id = 0; id < built->vocab_size(); ++id)
+    different += built->token_bytes(id) != tokenizer().token_bytes(id) || built->is_normal(id) != tokenizer().is_normal(id);
+  EXPECT_EQ(different, 0u);
+  const std::string text =
+      "Hello world, it's 2024! he\xCC\x81llo <think>w\xC3\xB6rld</think>\n\n  def f(x):\n    return x + 1 "
+      "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x98\x80<|im_end|>";
+  const auto again = built->encode(text);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value(), encode(text));
 }
 
 double median_seconds(const std::string& text, int runs) {
