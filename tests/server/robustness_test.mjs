@@ -5,7 +5,11 @@
 //
 //   node robustness_test.mjs KIPP INSTRUCT_MODEL SHAPE_MODEL
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
@@ -297,22 +301,49 @@ describe('graceful shutdown', () => {
 });
 
 describe('while the model loads', () => {
+  // The model path is a named pipe: the loader's open() waits for a writer, which the test opens
+  // only when it is done asking, so the server is certainly still loading when it answers. The
+  // pipe is no regular file, so the load then fails, and says so.
+  test('health, the API and the agent say "loading" while the model loads', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kipp-loading-'));
+    const pipe = path.join(dir, 'model.gguf');
+    execFileSync('mkfifo', [pipe]);
+    try {
+      const server = await startServer(kipp, pipe, ['--agent-port', '0'], { until: 'listening' });
+      try {
+        const health = await fetch(`${server.url}/health`);
+        assert.equal(health.status, 503);
+        assert.equal(health.headers.get('retry-after'), '1');
+        assert.deepEqual(await health.json(), { status: 'loading' });
+        assert.equal((await fetch(`${server.url}/healthz`)).status, 503);
+        const early = await fetch(`${server.url}/v1/models`);
+        assert.equal(early.status, 503);
+        assert.equal(early.headers.get('retry-after'), '1');
+        assert.equal((await early.json()).error.code, 'loading');
+        const agentPort = Number(/agent port [^:]+:(\d+)/.exec(server.log())[1]);
+        assert.equal((await exchange(agentPort, '')).text, 'down #loading\n');
+      } finally {
+        if (server.alive()) await (await fs.promises.open(pipe, 'w')).close();  // the loader's open() returns
+      }
+      assert.notEqual(await server.exited(), 0);
+      assert.match(server.log(), /model\.gguf: not a regular file/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   test('health says 503 "loading" until the model is ready, then 200', async () => {
-    // The 0.6B shape takes a moment to load: its weights are packed for the CPU kernels.
+    // The 0.6B shape takes a moment to load (its weights are packed for the CPU kernels); however
+    // long, every answer until then is "loading".
     const server = await startServer(kipp, shapeModel, [], { until: 'listening' });
     try {
-      const first = await fetch(`${server.url}/health`);
-      assert.equal(first.status, 503);
-      assert.deepEqual(await first.json(), { status: 'loading' });
-      const early = await fetch(`${server.url}/v1/models`);
-      assert.equal(early.status, 503);
-      assert.equal(early.headers.get('retry-after'), '1');
-      let status = 503;
-      for (let i = 0; i < 600 && status === 503; ++i) {
-        await sleep(100);
-        status = (await fetch(`${server.url}/healthz`)).status;
+      let health = await fetch(`${server.url}/health`);
+      for (let i = 0; i < 600 && health.status === 503; ++i) {
+        assert.deepEqual(await health.json(), { status: 'loading' });
+        await sleep(100);  // the deadline only guards against a hang
+        health = await fetch(`${server.url}/healthz`);
       }
-      assert.equal(status, 200);
+      assert.equal(health.status, 200);
       assert.equal((await fetch(`${server.url}/v1/models`)).status, 200);
     } finally {
       assert.equal(await server.stop(), 0);
