@@ -7,12 +7,13 @@
 //   - FP32 and BF16 products against cpu-ref's matvec;
 //   - attention (both KV formats, through a scrambled block table, chunks folded) against
 //     cpu-ref's attend_gqa.
-// What may differ is only FP32 rounding (and, in attention, the kernels' polynomial exp); each
-// test derives its bound from the arithmetic and says how. A failure names the worst element
-// (row or head, token or position, expected, actual, bound). The steps a token takes outside the
-// tables (norms, SiLU, RoPE) are cpu-ref's own functions in both backends, so they have no twin;
-// quantize_activation is one plain function shared by every set, checked against its definition
-// below.
+//   - the activation quantizers against scalar twins written from their definitions (kernels.h),
+//     bit for bit.
+// What may differ in products and attention is only FP32 rounding (and, in attention, the kernels'
+// polynomial exp); each test derives its bound from the arithmetic and says how. A failure names
+// the worst element (row or head, token or position, expected, actual, bound). The steps a token
+// takes outside the tables (norms, SiLU, RoPE) are cpu-ref's own functions in both backends, so
+// they have no twin.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -142,8 +143,9 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
   std::vector<float> block_scale(x.size() / kBlockSize), block_sum(x.size() / kBlockSize);
   for (uint32_t t = 0; t < kTokens; ++t) {
     const size_t at = size_t(t) * cols;
-    cpu::quantize_activation(&x[at], cols, &x16[at], &x_scale[t], &x16_block_sum[at / kBlockSize]);
-    cpu::quantize_activation_blocks(&x[at], cols, &x8[at], &block_scale[at / kBlockSize], &block_sum[at / kBlockSize]);
+    kernels.quantize_activation(&x[at], cols, &x16[at], &x_scale[t], &x16_block_sum[at / kBlockSize]);
+    kernels.quantize_activation_blocks(&x[at], cols, &x8[at], &block_scale[at / kBlockSize],
+                                       &block_sum[at / kBlockSize]);
   }
 
   for (uint32_t tokens = 1; tokens <= kTokens; ++tokens) {
@@ -363,14 +365,103 @@ TEST(CpuKernels, AttentionEqualsCpuRefInEverySet) {
   }
 }
 
-// int16 activations: the largest magnitude maps to 32767, every value rounds to the nearest step
-// (ties to even), each 32-value block's integers are summed, zeros stay zero, and a non-finite
-// value poisons the scale.
+// The quantizers' definitions (kernels.h), written out in scalars: what every set must equal.
+void twin_quantize_int16(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum) {
+  float largest = 0.0f;
+  bool finite = true;
+  for (uint32_t i = 0; i < n; ++i) {
+    largest = std::max(largest, std::fabs(x[i]));
+    finite = finite && std::isfinite(x[i]);
+  }
+  const bool quantized = largest > 0.0f && finite;
+  *scale = !finite ? std::nanf("") : quantized ? largest / 32767.0f : 0.0f;
+  for (uint32_t i = 0; i < n; ++i) out[i] = quantized ? int16_t(std::lrint(x[i] * (32767.0f / largest))) : 0;
+  for (uint32_t b = 0; b < n / kBlockSize; ++b) {
+    int32_t sum = 0;
+    for (uint32_t i = 0; i < kBlockSize; ++i) sum += out[kBlockSize * b + i];
+    block_sum[b] = float(sum);
+  }
+}
+
+void twin_quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale, float* sum) {
+  for (uint32_t b = 0; b < n / kBlockSize; ++b) {
+    const float* block = x + b * kBlockSize;
+    float largest = 0.0f;
+    bool finite = true;
+    for (uint32_t i = 0; i < kBlockSize; ++i) {
+      largest = std::max(largest, std::fabs(block[i]));
+      finite = finite && std::isfinite(block[i]);
+    }
+    const bool quantized = largest > 0.0f && finite;
+    int total = 0;
+    for (uint32_t i = 0; i < kBlockSize; ++i) {
+      out[b * kBlockSize + i] = quantized ? int8_t(std::lrint(block[i] * (127.0f / largest))) : 0;
+      total += out[b * kBlockSize + i];
+    }
+    scale[b] = !finite ? std::nanf("") : largest / 127.0f;
+    sum[b] = !finite ? std::nanf("") : scale[b] * float(total);
+  }
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+// Every set's quantizers equal the definitions bit for bit: widths of one block to a 3,072-wide
+// FFN row, ties (values exactly between two steps), an outlier, an all-zero block, a NaN and an
+// infinity.
+TEST(CpuKernels, QuantizersEqualTheirDefinitionInEverySet) {
+  for (cpu::Isa isa : runnable_sets()) {
+    const cpu::Kernels& kernels = cpu::kernels_for(isa);
+    for (uint32_t n : {32u, 96u, 1024u, 3072u})
+      for (int variant = 0; variant < 5; ++variant) {
+        std::mt19937 rng(n + variant);
+        std::normal_distribution<float> normal(0.0f, 2.0f);
+        std::vector<float> x(n);
+        for (float& v : x) v = normal(rng);
+        if (variant == 1) {  // ties: the largest is 32767 and 127 steps, so k + 0.5 lands between two
+          x[0] = 32767.0f;
+          for (uint32_t i = 1; i < n; ++i) x[i] = float(int(i % 200) - 100) + 0.5f;
+        }
+        if (variant == 2) x[n / 2] = 1000.0f;
+        if (variant == 3) std::fill(x.begin(), x.begin() + 32, 0.0f);
+        if (variant == 4) {
+          x[7] = std::nanf("");
+          x[n - 1] = INFINITY;
+        }
+        std::vector<int16_t> q16(n), twin16(n);
+        std::vector<float> sums16(n / 32), twin_sums16(n / 32);
+        float scale16, twin_scale16;
+        kernels.quantize_activation(x.data(), n, q16.data(), &scale16, sums16.data());
+        twin_quantize_int16(x.data(), n, twin16.data(), &twin_scale16, twin_sums16.data());
+        EXPECT_TRUE(same_bits(scale16, twin_scale16)) << cpu::isa_name(isa) << " n " << n << " variant " << variant;
+        for (uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(q16[i], twin16[i]) << cpu::isa_name(isa) << " int16, n " << n << " variant " << variant
+                                       << ", element " << i << " of value " << x[i];
+        for (uint32_t b = 0; b < n / 32; ++b)
+          ASSERT_TRUE(same_bits(sums16[b], twin_sums16[b])) << cpu::isa_name(isa) << " block " << b;
+
+        std::vector<int8_t> q8(n), twin8(n);
+        std::vector<float> scales8(n / 32), twin_scales8(n / 32), sums8(n / 32), twin_sums8(n / 32);
+        kernels.quantize_activation_blocks(x.data(), n, q8.data(), scales8.data(), sums8.data());
+        twin_quantize_int8_blocks(x.data(), n, twin8.data(), twin_scales8.data(), twin_sums8.data());
+        for (uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(q8[i], twin8[i]) << cpu::isa_name(isa) << " int8 blocks, n " << n << " variant " << variant
+                                     << ", element " << i << " of value " << x[i];
+        for (uint32_t b = 0; b < n / 32; ++b)
+          ASSERT_TRUE(same_bits(scales8[b], twin_scales8[b]) && same_bits(sums8[b], twin_sums8[b]))
+              << cpu::isa_name(isa) << " int8 blocks, block " << b << ": scale " << scales8[b] << " vs "
+              << twin_scales8[b] << ", sum " << sums8[b] << " vs " << twin_sums8[b];
+      }
+  }
+}
+
+// The definitions themselves, by hand. int16: the largest magnitude maps to 32767, every value
+// rounds to the nearest step (ties to even), each 32-value block's integers are summed, zeros
+// stay zero, and a non-finite value poisons the scale.
 TEST(CpuKernels, QuantizeActivationRoundsToTheNearestStep) {
   float x[32] = {1.0f, -0.5f, 0.25f, 0.0f, -1.0f};
   int16_t q[32];
   float scale = 0, block_sum = 0;
-  cpu::quantize_activation(x, 32, q, &scale, &block_sum);
+  twin_quantize_int16(x, 32, q, &scale, &block_sum);
   EXPECT_FLOAT_EQ(scale, 1.0f / 32767);
   // 1 * 32767, -0.5 * 32767 = -16383.5 (tie, to even), 0.25 * 32767 = 8191.75.
   const int16_t expected[] = {32767, -16384, 8192, 0, -32767};
@@ -383,28 +474,28 @@ TEST(CpuKernels, QuantizeActivationRoundsToTheNearestStep) {
   for (float& v : wide) v = normal(rng);
   std::vector<int16_t> wide_q(wide.size());
   std::vector<float> wide_sums(wide.size() / 32);
-  cpu::quantize_activation(wide.data(), uint32_t(wide.size()), wide_q.data(), &scale, wide_sums.data());
+  twin_quantize_int16(wide.data(), uint32_t(wide.size()), wide_q.data(), &scale, wide_sums.data());
   for (size_t i = 0; i < wide.size(); ++i) EXPECT_LE(std::fabs(wide_q[i] * scale - wide[i]), scale * 0.5f + 1e-6f);
 
   const float zeros[32] = {};
-  cpu::quantize_activation(zeros, 32, q, &scale, &block_sum);
+  twin_quantize_int16(zeros, 32, q, &scale, &block_sum);
   EXPECT_EQ(scale, 0.0f);
   EXPECT_EQ(q[0], 0);
   EXPECT_EQ(block_sum, 0.0f);
   float poisoned[32] = {1.0f, std::nanf(""), 2.0f};
-  cpu::quantize_activation(poisoned, 32, q, &scale, &block_sum);
+  twin_quantize_int16(poisoned, 32, q, &scale, &block_sum);
   EXPECT_TRUE(std::isnan(scale));
 }
 
-// int8 block activations: per 32-value block, the largest magnitude maps to 127, values
-// round to nearest, the sum term is scale times the integers' sum; zero and poisoned blocks.
+// int8 blocks: per 32-value block, the largest magnitude maps to 127, values round to nearest,
+// the sum term is scale times the integers' sum; zero and poisoned blocks.
 TEST(CpuKernels, QuantizeActivationBlocksRoundPerBlock) {
   std::vector<float> x(64);
   for (int i = 0; i < 32; ++i) x[i] = float(i - 16) / 16.0f;  // block 0: -1 .. 0.9375
   x[40] = std::nanf("");                                     // block 1 poisoned
   std::vector<int8_t> q(64);
   float scale[2], sum[2];
-  cpu::quantize_activation_blocks(x.data(), 64, q.data(), scale, sum);
+  twin_quantize_int8_blocks(x.data(), 64, q.data(), scale, sum);
   EXPECT_FLOAT_EQ(scale[0], 1.0f / 127);
   int total = 0;
   for (int i = 0; i < 32; ++i) {
@@ -416,7 +507,7 @@ TEST(CpuKernels, QuantizeActivationBlocksRoundPerBlock) {
   EXPECT_TRUE(std::isnan(scale[1]));
   EXPECT_TRUE(std::isnan(sum[1]));
   const std::vector<float> zeros(32, 0.0f);
-  cpu::quantize_activation_blocks(zeros.data(), 32, q.data(), scale, sum);
+  twin_quantize_int8_blocks(zeros.data(), 32, q.data(), scale, sum);
   EXPECT_EQ(scale[0], 0.0f);
   EXPECT_EQ(sum[0], 0.0f);
   EXPECT_EQ(q[0], 0);

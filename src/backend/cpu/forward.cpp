@@ -44,17 +44,17 @@ struct Activations {
     int8_block_sums.resize(size_t(rows) * width / 32);
   }
   float* row(uint32_t r) { return values.data() + size_t(r) * width; }
-  // Row r in the forms products take (each at most once).
-  void quantize_row(uint32_t r, std::span<const ActivationForm> forms) {
+  // Row r in the forms products take (each at most once), by the kernel set's quantizers.
+  void quantize_row(uint32_t r, std::span<const ActivationForm> forms, const Kernels& kernels) {
     const size_t at = size_t(r) * width;
     bool int16_done = false, int8_done = false;
     for (ActivationForm form : forms) {
       if (form == ActivationForm::int16 && !int16_done) {
-        quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
+        kernels.quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
         int16_done = true;
       } else if (form == ActivationForm::int8_blocks && !int8_done) {
-        quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
-                                   &int8_block_sums[at / 32]);
+        kernels.quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
+                                           &int8_block_sums[at / 32]);
         int8_done = true;
       }
     }
@@ -184,7 +184,7 @@ class Model final : public HostBackendModel {
     ActivationForm forms[4];
     size_t count = 0;
     for (const WeightView* weight : weights) forms[count++] = form(*weight);
-    in.quantize_row(t, std::span(forms, count));
+    in.quantize_row(t, std::span(forms, count), kernels_);
   }
 
   // Each token's row of a step's values to the recorder, if one listens; from this thread.

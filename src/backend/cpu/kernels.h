@@ -17,7 +17,7 @@ namespace kipp::cpu {
 // How a product takes its activations: FP32 weights and BF16 weights multiply x itself; quantized
 // weights multiply x quantized, each block's products summed exactly in integers before its scales
 // are applied in FP32.
-//   int16        one scale per token (quantize_activation): Q8_0 weights, and Q4_1 weights by
+//   int16        one scale per token (Kernels::quantize_activation): Q8_0 weights, and Q4_1 weights by
 //                default. Relative to the largest element the error is below 1/65534, far under
 //                what the weights carry: the fast backend stays within 1e-5 of cpu-ref.
 //   int8_blocks  one scale per 32-value block with the block's sum (quantize_activation_blocks),
@@ -83,22 +83,21 @@ inline ActivationForm activation_form(WeightFormat format, bool int8_activations
   }
 }
 
-// x (n values, a multiple of 32) as int16 with one scale, max |x| -> 32767, rounded to nearest;
-// block_sum[b] is the sum of block b's int16 values (exact in a float: at most 32 x 32767), what
-// a Q4_1 block's minimum multiplies.
-void quantize_activation(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum);
-
-// x (n values, a multiple of 32) as int8 per 32-value block: block b's largest magnitude maps to
-// 127, every value rounds to nearest; scale[b] = largest / 127 and sum[b] = scale[b] times the
-// sum of the block's int8 values (what a Q4_1 block's minimum multiplies). An all-zero block has
-// scale 0; a non-finite value makes its block's scale NaN, so the product is NaN as in FP32.
-void quantize_activation_blocks(const float* x, uint32_t n, int8_t* out, float* scale, float* sum);
-
 struct Kernels {
   const char* isa;
   uint32_t lanes;  // floats per vector; packed BF16 weights are interleaved for it
   void (*matmul)(const MatmulArgs&);
   void (*attention)(const AttentionArgs&);
+  // x (n values, a multiple of 32) as int16 with one scale, max |x| -> 32767, rounded to nearest
+  // even; block_sum[b] is the sum of block b's int16 values (exact in a float: at most
+  // 32 x 32767), what a Q4_1 block's minimum multiplies. All zeros: scale 0; a non-finite value:
+  // scale NaN, so the products are NaN as in FP32.
+  void (*quantize_activation)(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum);
+  // x (n values, a multiple of 32) as int8 per 32-value block: block b's largest magnitude maps
+  // to 127, every value rounds to nearest even; scale[b] = largest / 127 and sum[b] = scale[b]
+  // times the sum of the block's int8 values (what a Q4_1 block's minimum multiplies). An
+  // all-zero block has scale 0; a non-finite value makes its block's scale NaN.
+  void (*quantize_activation_blocks)(const float* x, uint32_t n, int8_t* out, float* scale, float* sum);
 };
 
 const Kernels& portable_kernels();
