@@ -365,14 +365,21 @@ TEST(CpuKernels, AttentionEqualsCpuRefInEverySet) {
   }
 }
 
-// The quantizers' definitions (kernels.h), written out in scalars: what every set must equal.
-void twin_quantize_int16(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum) {
+// The largest magnitude of n values, and whether every one is finite.
+float largest_of(const float* x, uint32_t n, bool* finite) {
   float largest = 0.0f;
-  bool finite = true;
+  *finite = true;
   for (uint32_t i = 0; i < n; ++i) {
     largest = std::max(largest, std::fabs(x[i]));
-    finite = finite && std::isfinite(x[i]);
+    *finite = *finite && std::isfinite(x[i]);
   }
+  return largest;
+}
+
+// The quantizers' definitions (kernels.h), written out in scalars: what every set must equal.
+void twin_quantize_int16(const float* x, uint32_t n, int16_t* out, float* scale, float* block_sum) {
+  bool finite;
+  const float largest = largest_of(x, n, &finite);
   const bool quantized = largest > 0.0f && finite;
   *scale = !finite ? std::nanf("") : quantized ? largest / 32767.0f : 0.0f;
   for (uint32_t i = 0; i < n; ++i) out[i] = quantized ? int16_t(std::lrint(x[i] * (32767.0f / largest))) : 0;
@@ -386,12 +393,8 @@ void twin_quantize_int16(const float* x, uint32_t n, int16_t* out, float* scale,
 void twin_quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale, float* sum) {
   for (uint32_t b = 0; b < n / kBlockSize; ++b) {
     const float* block = x + b * kBlockSize;
-    float largest = 0.0f;
-    bool finite = true;
-    for (uint32_t i = 0; i < kBlockSize; ++i) {
-      largest = std::max(largest, std::fabs(block[i]));
-      finite = finite && std::isfinite(block[i]);
-    }
+    bool finite;
+    const float largest = largest_of(block, kBlockSize, &finite);
     const bool quantized = largest > 0.0f && finite;
     int total = 0;
     for (uint32_t i = 0; i < kBlockSize; ++i) {
