@@ -229,12 +229,17 @@ bool Scheduler::try_admit(Request& request) {
   // start a published block: their rows are copied rather than evaluated.
   const uint32_t after = uint32_t(adopted.size()) * kKvBlockTokens;
   const auto next = std::span(spec.prompt).subspan(after, std::min(kKvBlockTokens, prompt - 1 - after));
-  const std::optional<KvBlockPool::RowSource> rows = pool_.find_rows(address, next);
+  std::optional<KvBlockPool::RowSource> rows = pool_.find_rows(address, next);
   const uint32_t shared = spec.n > 1 ? prefix_blocks : 0;
   const uint32_t needed = (blocks - uint32_t(adopted.size())) + (spec.n - 1) * (blocks - shared);
+  // The block the rows would be copied from is held, so it cannot be evicted for this request's
+  // reservation: one that needs that block too goes without the copy rather than wait forever.
+  if (rows && !pool_.can_reserve(needed)) {
+    pool_.release(rows->block);
+    rows.reset();
+  }
   if (!pool_.can_reserve(needed)) {
     for (uint32_t block : adopted) pool_.release(block);
-    if (rows) pool_.release(rows->block);
     return false;
   }
   pool_.reserve(needed);

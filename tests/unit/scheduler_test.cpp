@@ -445,6 +445,25 @@ TEST_F(SchedulerTest, TheNextTurnEvaluatesOnlyWhatIsNew) {
   expect_pool_idle();
 }
 
+// A request that needs every block of the pool, whose prompt begins as a cached block does: the
+// rows it could copy from that block must not keep it from being admitted (it goes without the
+// copy), nor the requests queued behind it.
+TEST_F(SchedulerTest, ARequestNeedingTheWholePoolIsAdmittedPastARowSourceItWouldHold) {
+  start({.pool_blocks = 8, .max_sequences = 2, .max_waiting = 4, .step_tokens = 64});
+  ASSERT_TRUE(submit(greedy({5, 6, 7}, 4)).get().finish[0].has_value());  // leaves a cached block starting 5
+  CompletionRequest whole_pool = greedy({5, 9}, 254);  // 256 positions: all 8 blocks
+  CompletionRequest behind = greedy({8, 9}, 254);
+  auto first = submit(whole_pool);
+  auto second = submit(behind);
+  // A guard against hanging, not a measurement: the answer takes well under a second.
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(120)), std::future_status::ready) << "never admitted";
+  const Outcome outcome = first.get();
+  EXPECT_EQ(outcome.report.cached_tokens, 0u);
+  expect_answered_as_alone(outcome, whole_pool, "the request needing the whole pool");
+  expect_answered_as_alone(second.get(), behind, "the request queued behind it");
+  expect_pool_idle();
+}
+
 // The Q8_0 cache through the scheduler: concurrent requests sharing a prefix (adopted blocks, the
 // copied first rows of a tail) each answer as the same request alone on a private Q8_0 session.
 TEST_F(SchedulerTest, WithTheQ8_0CacheSharedAndConcurrentRequestsEachEqualTheRequestAlone) {
