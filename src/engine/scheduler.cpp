@@ -76,7 +76,9 @@ Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vecto
       pool_(options.pool_blocks),
       constraints_(tokenizer),
       think_tokens_(find_think_tokens(tokenizer)),
-      think_closing_(find_think_closing(tokenizer)) {}
+      think_closing_(find_think_closing(tokenizer)) {
+  stats_.pool = pool_.stats();  // what /metrics shows before the first request: the whole pool, free
+}
 
 Scheduler::~Scheduler() {
   {

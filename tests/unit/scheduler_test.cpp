@@ -450,6 +450,8 @@ TEST_F(SchedulerTest, TheNextTurnEvaluatesOnlyWhatIsNew) {
 // copy), nor the requests queued behind it.
 TEST_F(SchedulerTest, ARequestNeedingTheWholePoolIsAdmittedPastARowSourceItWouldHold) {
   start({.pool_blocks = 8, .max_sequences = 2, .max_waiting = 4, .step_tokens = 64});
+  EXPECT_EQ(scheduler_->stats().pool.total, 8u) << "the pool as the stats show it before any request";
+  EXPECT_EQ(scheduler_->stats().pool.free, 8u);
   ASSERT_TRUE(submit(greedy({5, 6, 7}, 4)).get().finish[0].has_value());  // leaves a cached block starting 5
   CompletionRequest whole_pool = greedy({5, 9}, 254);  // 256 positions: all 8 blocks
   CompletionRequest behind = greedy({8, 9}, 254);
