@@ -17,7 +17,6 @@
 namespace kipp::server {
 namespace {
 
-// Compares without stopping at the first difference, so the time taken says nothing of the key.
 // The thinking layout of a chat answer, from the checkpoint's variant and the request.
 ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) {
   switch (variant) {
