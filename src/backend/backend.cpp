@@ -21,9 +21,9 @@ std::string_view kv_format_name(KvFormat format) { return format == KvFormat::q8
 
 unsigned default_cpu_threads() { return cpu::physical_cores(); }
 
-// The CUDA backend is offered when its code is linked in. -DKIPP_CUDA=ON puts it in libkipp (the
-// reference below, strong there, pulls it from the archive); the test suite links the build of it
-// that runs on the CPU emulator (tests/cuda_emulator). Elsewhere the weak reference stays null.
+// The CUDA backend is offered when its code is linked in. -DKIPP_CUDA=ON puts it in kipp_backend
+// (the reference below, strong there, pulls it from the archive); the test suite links the build of
+// it that runs on the CPU emulator (tests/cuda_emulator). Elsewhere the weak reference stays null.
 #ifdef KIPP_HAVE_CUDA
 static bool cuda_linked() { return true; }
 #else

@@ -1,7 +1,7 @@
-# The tokenizer layer (src/tokenizer) in libkipp, and its one dependency: utf8proc for NFC data,
-# combining classes and general categories (docs/TOKENIZER.md, "Unicode versions").
+# The tokenizer layer (src/tokenizer, the library kipp_tokenizer), and its one dependency: utf8proc
+# for NFC data, combining classes and general categories (docs/TOKENIZER.md, "Unicode versions").
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
-target_sources(kipp_lib PRIVATE
+target_sources(kipp_tokenizer PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/utf8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/unicode_tables.cpp
   ${CMAKE_CURRENT_LIST_DIR}/char_table.cpp
@@ -16,4 +16,4 @@ target_sources(kipp_lib PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer.cpp
   ${CMAKE_CURRENT_LIST_DIR}/stream_decoder.cpp
 )
-target_link_libraries(kipp_lib PRIVATE PkgConfig::UTF8PROC)
+target_link_libraries(kipp_tokenizer PRIVATE PkgConfig::UTF8PROC)
