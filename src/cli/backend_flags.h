@@ -1,5 +1,5 @@
-// The --backend, --threads, --int8-activations, --kv-cache, --cpu-isa and --no-cuda-graphs flags of the commands that run a model, and
-// the backend they make.
+// The --backend, --threads, --int8-activations, --kv-cache, --cpu-isa and --no-cuda-graphs flags
+// of the commands that run a model, and the backend they make.
 #pragma once
 
 #include <memory>

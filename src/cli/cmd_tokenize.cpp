@@ -187,7 +187,8 @@ Command add_tokenize_command(CLI::App& app) {
   file->excludes(jsonl);
   auto* json = sub->add_flag("--json", args->json, "Print {\"ids\":[...]} instead of comma-separated ids");
   auto* bench = sub->add_flag("--bench", args->bench,
-                              "Print one JSON line of single-thread throughput (the median of 5 runs) and the load time");
+                              "Print one JSON line of single-thread throughput (the median of 5 runs) and the load "
+                              "time");
   bench->excludes(json)->excludes(jsonl);
   sub->callback([sub] {
     if (!sub->count("--text") && !sub->count("--file") && !sub->count("--jsonl"))

@@ -96,8 +96,8 @@ def compare(a_dir, b_dir, max_nmse, out=sys.stdout):
             a, b = a_rows[position], b_rows[position]
             compared += 1
             difference = a - b
-            reference = float(np.dot(b, b))
-            nmse = float(np.dot(difference, difference)) / reference if reference > 0 else float(np.dot(difference, difference))
+            error, reference = float(np.dot(difference, difference)), float(np.dot(b, b))
+            nmse = error / reference if reference > 0 else error  # an all-zero reference row: the plain error
             if not np.isfinite(a).all():
                 nmse = float("inf")
             if nmse > worst.get(step, (-1,))[0]:

@@ -251,8 +251,10 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
     Worst worst;
     for (uint32_t t = 0; t < tokens; ++t)
       for (uint32_t r = 0; r < kRows; ++r) {
+        const float* w_row = &widened[size_t(r) * cols];
+        const float* x_row = &x[size_t(t) * cols];
         double magnitude = 0;
-        for (uint32_t c = 0; c < cols; ++c) magnitude += std::fabs(double(widened[size_t(r) * cols + c]) * x[size_t(t) * cols + c]);
+        for (uint32_t c = 0; c < cols; ++c) magnitude += std::fabs(double(w_row[c]) * x_row[c]);
         char place[64];
         std::snprintf(place, sizeof place, "row %u, token %u", r, t);
         worst.see(expected[size_t(t) * kRows + r], out[size_t(t) * kRows + r],

@@ -21,7 +21,11 @@ uint32_t chunks_of(const AttentionQuery& query) { return (query.positions + kAtt
 
 AttentionRunner::AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels,
                                  KvFormat kv_format)
-    : c_(checkpoint), pool_(pool), kernels_(kernels), kv_format_(kv_format), row_bytes_(kv_row_bytes(kv_format, checkpoint.kv_width())),
+    : c_(checkpoint),
+      pool_(pool),
+      kernels_(kernels),
+      kv_format_(kv_format),
+      row_bytes_(kv_row_bytes(kv_format, checkpoint.kv_width())),
       capacity_(std::max(kMinPartials, (checkpoint.context + kAttentionChunk - 1) / kAttentionChunk)),
       partial_floats_(size_t(checkpoint.q_heads) * (checkpoint.head_dim() + 2)),
       partials_(capacity_ * partial_floats_), scores_(size_t(pool.size()) * 32 * checkpoint.q_heads) {

@@ -1,10 +1,10 @@
 // cpu: the fast CPU backend. The same nine steps as cpu-ref (numbered alike below), over a batch
 // of tokens at once (all items of an eval call packed together, up to kMaxBatchTokens per pass),
 // so every weight matrix is streamed once per pass for all of them. Norms, SiLU, RoPE and KV
-// addressing are cpu-ref's own functions; what differs is the products and attention. Matrix products and attention run in the kernel set
-// chosen at load (kernels.h) on a persistent thread pool; each output element is computed by one
-// thread in one fixed order, so results do not depend on batching, chunking or thread count.
-#include <cmath>
+// addressing are cpu-ref's own functions; what differs is the products and attention, which run
+// in the kernel set chosen at load (kernels.h) on a persistent thread pool. Each output element
+// is computed by one thread in one fixed order, so results do not depend on batching, chunking
+// or thread count.
 #include <memory>
 #include <vector>
 
@@ -85,15 +85,22 @@ class Model final : public HostBackendModel {
  public:
   Model(const ModelFile& file, std::unique_ptr<ThreadPool> pool, std::unique_ptr<PackedWeights> packed,
         const Kernels& kernels, const BackendOptions& options)
-      : HostBackendModel(file.checkpoint(), options.kv_cache), c_(file.checkpoint()), pool_owner_(std::move(pool)), pool_(*pool_owner_),
-        packed_(std::move(packed)), w_(packed_->weights()), kernels_(kernels), int8_activations_(options.int8_activations),
+      : HostBackendModel(file.checkpoint(), options.kv_cache),
+        c_(file.checkpoint()),
+        pool_owner_(std::move(pool)),
+        pool_(*pool_owner_),
+        packed_(std::move(packed)),
+        w_(packed_->weights()),
+        kernels_(kernels),
+        int8_activations_(options.int8_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
         x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
         q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
         v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width(), true),
         projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn, true), up_(kMaxBatchTokens, c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens), attention_runner_(c_, pool_, kernels_, kv_format_) {
+        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens),
+        attention_runner_(c_, pool_, kernels_, kv_format_) {
     batch_.reserve(kMaxBatchTokens);
     queries_.reserve(kMaxBatchTokens);
   }
@@ -190,8 +197,9 @@ class Model final : public HostBackendModel {
   // Each token's row of a step's values to the recorder, if one listens; from this thread.
   void note(ForwardStep step, uint32_t layer, const Activations& values) {
     if (!recorder_) return;
+    const std::span<const float> rows(values.values);
     for (uint32_t t = 0; t < batch_size(); ++t)
-      recorder_->record(step, layer, batch_[t].position, std::span(values.values).subspan(size_t(t) * values.width, values.width));
+      recorder_->record(step, layer, batch_[t].position, rows.subspan(size_t(t) * values.width, values.width));
   }
 
   // Q/K norm and RoPE of one token, then its K and V into its session's cache (kv_store.h).
@@ -261,7 +269,8 @@ class Model final : public HostBackendModel {
       if (!token.logits) continue;
       cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
                         c_.rms_norm_eps(), x_norm_.row(rows));
-      if (recorder_) recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
+      if (recorder_)
+        recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
       quantize_for(x_norm_, rows, {&w_.lm_head});
       logit_rows_[rows++] = token.logits;
     }
