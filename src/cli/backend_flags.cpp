@@ -21,9 +21,9 @@ void BackendFlags::add_to(CLI::App& app) {
                  "slightly further from the BF16 cache: docs/MODELS.md; cpu and cpu-ref)")
       ->check(CLI::IsMember({"bf16", "q8_0"}));
   app.add_option("--cpu-isa", cpu_isa,
-                 "cpu backend: run this kernel set instead of the best the processor supports: portable, avx2 or "
-                 "avx512 (for comparisons and tests)")
-      ->check(CLI::IsMember({"portable", "avx2", "avx512"}));
+                 "cpu backend: run this kernel set instead of the best the processor supports: portable, avx2, "
+                 "avx512 or amx (for comparisons and tests)")
+      ->check(CLI::IsMember({"portable", "avx2", "avx512", "amx"}));
   app.add_flag("--no-cuda-graphs", no_cuda_graphs,
                "cuda backend: launch every kernel of a decode step instead of replaying its captured graph");
 }

@@ -2,7 +2,7 @@
 """Gate: the fast `cpu` backend against cpu-ref, on every artifact of one test checkpoint, with
 every kernel set named, each reference computed once.
 
-    gate_cpu.py --kipp KIPP --models DIR --model qwen3-tiny --sets detected,portable[,avx2] --work DIR
+    gate_cpu.py --kipp KIPP --models DIR --model qwen3-tiny --sets detected,portable[,avx2[,avx512]] --work DIR
 
 Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; compare_logits.py):
   bf16                   40 ids: argmax equal and NMSE <= 1e-4; the same with --kv-cache q8_0 on

@@ -22,11 +22,12 @@ struct Case {
   std::string backend;
   std::string model;
   KvFormat kv_cache = KvFormat::bf16;
-  std::string cpu_isa = {};  // cpu: a kernel set other than the detected one
+  std::string cpu_isa = {};    // cpu: a kernel set other than the detected one
+  std::string scheme = "bf16";  // the artifact: bf16, q8_0 or affine4_gs32
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.backend << " " << c.model << " kv " << kv_format_name(c.kv_cache) << " " << c.cpu_isa;
+  *out << c.backend << " " << c.model << "." << c.scheme << " kv " << kv_format_name(c.kv_cache) << " " << c.cpu_isa;
 }
 
 using testing::argmax;
@@ -37,7 +38,7 @@ std::vector<uint32_t> prompt(size_t length, uint32_t seed) { return testing::ran
 class BackendContract : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    auto file = ModelFile::open(testing::test_models_dir() + "/" + GetParam().model + ".bf16.gguf");
+    auto file = ModelFile::open(testing::test_models_dir() + "/" + GetParam().model + "." + GetParam().scheme + ".gguf");
     ASSERT_TRUE(file.ok()) << file.error().message;
     file_ = std::move(file).value();
     BackendOptions options;
@@ -380,9 +381,13 @@ TEST_P(BackendContract, SessionsOutliveADestroyedModelSafely) {
 // Every backend with the BF16 cache; the backends that offer it with the Q8_0 cache as well, so
 // paging through scrambled tables, pooled sharing and cached decode against recomputation are
 // re-stated for it; and cpu with every kernel set below the detected one (portable always, avx2
-// where avx512 is detected), so each set's kernels keep the contract on this machine.
+// where avx512 or amx is detected, avx512 where amx is), so each set's kernels keep the contract
+// on this machine. cpu also on the Q8_0 and Q4_1 artifacts with the detected set: their products
+// take other kernels (on amx, tiles of 16 tokens beside vector tiles), and batches of every shape
+// against decode hold them to the same bits.
 std::vector<Case> cases() {
   std::vector<Case> all;
+  const cpu::Isa detected = cpu::detected_isa();
   for (std::string_view backend : backend_names())
     for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) {
       for (const KvFormat kv : {KvFormat::bf16, KvFormat::q8_0}) {
@@ -390,8 +395,11 @@ std::vector<Case> cases() {
         all.push_back({std::string(backend), model, kv});
         if (backend != "cpu") continue;
         all.push_back({std::string(backend), model, kv, "portable"});
-        if (cpu::detected_isa() == cpu::Isa::avx512) all.push_back({std::string(backend), model, kv, "avx2"});
+        if (detected >= cpu::Isa::avx512) all.push_back({std::string(backend), model, kv, "avx2"});
+        if (detected == cpu::Isa::amx) all.push_back({std::string(backend), model, kv, "avx512"});
       }
+      if (backend != "cpu") continue;
+      for (const char* scheme : {"q8_0", "affine4_gs32"}) all.push_back({std::string(backend), model, KvFormat::bf16, "", scheme});
     }
   return all;
 }
@@ -400,6 +408,7 @@ INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases
                          [](const ::testing::TestParamInfo<Case>& param_info) {
                            const Case& c = param_info.param;
                            std::string name = c.backend + (c.cpu_isa.empty() ? "" : "_" + c.cpu_isa) + "_" + c.model +
+                                              (c.scheme == "bf16" ? "" : "_" + c.scheme) +
                                               (c.kv_cache == KvFormat::q8_0 ? "_kv_q8_0" : "");
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;

@@ -53,9 +53,9 @@ TEST(CpuFeatures, ForcedKernelSetIsCheckedAgainstTheProcessor) {
   EXPECT_EQ(portable.value(), cpu::Isa::portable);
   auto unknown = cpu::chosen_isa("sse9");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("--cpu-isa sse9: expected portable, avx2 or avx512"), std::string::npos);
-  if (cpu::detected_isa() != cpu::Isa::avx512) {
-    auto beyond = cpu::chosen_isa("avx512");
+  EXPECT_NE(unknown.error().message.find("--cpu-isa sse9: expected portable, avx2, avx512 or amx"), std::string::npos);
+  if (cpu::detected_isa() != cpu::Isa::amx) {
+    auto beyond = cpu::chosen_isa("amx");
     ASSERT_FALSE(beyond.ok());
     EXPECT_NE(beyond.error().message.find("this processor supports up to"), std::string::npos);
   }

@@ -1,4 +1,4 @@
-// Every kernel table this processor can run (portable, avx2, avx512), each kernel against its
+// Every kernel table this processor can run (portable, avx2, avx512, amx), each kernel against its
 // scalar twin, on shapes that hit every row tile, single-vector row tail, token tile, token tail,
 // column block and attention chunk edge:
 //   - quantized products (Q8_0 x int16, Q4_1 x int16, Q4_1 x int8 blocks) against a twin written
@@ -44,7 +44,7 @@ constexpr double kUnit = 0x1p-24;  // FP32's unit roundoff
 
 std::vector<cpu::Isa> runnable_sets() {
   std::vector<cpu::Isa> sets;
-  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512})
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::amx})
     if (int(isa) <= int(cpu::detected_isa())) sets.push_back(isa);
   return sets;
 }
@@ -131,30 +131,34 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   view.data = packed.value().get();
 
-  // Up to 13 tokens: every set's full token tiles and every tail count.
-  constexpr uint32_t kTokens = 13;
+  // Up to 13 tokens: every set's full vector token tiles and every tail count; then 16, 19, 32
+  // and 37, the amx set's tiles of 16 tokens with and without vector tiles after them.
+  constexpr uint32_t kTokens = 37;
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(size_t(kTokens) * cols);
   for (float& v : x) v = normal(rng);
   x[3] = 40.0f;  // an outlier, as real activations have
   std::vector<int16_t> x16(x.size());
+  std::vector<uint8_t> x16_planes(cpu::tile_planes_bytes(kTokens, cols));
   std::vector<float> x_scale(kTokens), x16_block_sum(x.size() / kBlockSize);
   std::vector<int8_t> x8(x.size());
   std::vector<float> block_scale(x.size() / kBlockSize), block_sum(x.size() / kBlockSize);
   for (uint32_t t = 0; t < kTokens; ++t) {
     const size_t at = size_t(t) * cols;
     kernels.quantize_activation(&x[at], cols, &x16[at], &x_scale[t], &x16_block_sum[at / kBlockSize]);
+    if (kernels.split_int16) kernels.split_int16(&x16[at], cols, t, x16_planes.data());
     kernels.quantize_activation_blocks(&x[at], cols, &x8[at], &block_scale[at / kBlockSize],
                                        &block_sum[at / kBlockSize]);
   }
 
-  for (uint32_t tokens = 1; tokens <= kTokens; ++tokens) {
+  for (uint32_t tokens : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u, 13u, 16u, 19u, 32u, 37u}) {
     std::vector<float> out(size_t(tokens) * kRows, NAN);
     std::vector<float*> rows(tokens);
     for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
-    const cpu::MatmulArgs args{&view,          form,    x.data(),   x16.data(), x_scale.data(), x16_block_sum.data(),
-                               x8.data(),      block_scale.data(), block_sum.data(), cols, tokens, rows.data(), 0,
-                               kRows,          cpu::fp16_table()};
+    const cpu::MatmulArgs args{&view,         form,          x.data(),           x16.data(),       x_scale.data(),
+                               x16_block_sum.data(), x16_planes.data(), x8.data(), block_scale.data(), block_sum.data(),
+                               cols,          tokens,        rows.data(),        0,                kRows,
+                               cpu::fp16_table()};
     kernels.matmul(args);
     double worst = -1;
     std::string where;
@@ -187,6 +191,69 @@ TEST(CpuKernels, QuantizedProductsEqualTheirScalarTwinInEverySet) {
       check_products(isa, WeightFormat::q8_0, cpu::ActivationForm::int16, cols);
       check_products(isa, WeightFormat::affine4, cpu::ActivationForm::int16, cols);
       check_products(isa, WeightFormat::affine4, cpu::ActivationForm::int8_blocks, cols);
+    }
+}
+
+// The amx set multiplies int16 activations in tile registers for each full tile of 16 tokens and
+// in the avx512 set's vector tiles for the rest. Both must give the very same bits, or a token's
+// outputs would depend on the batch it came in: the backend's batch invariance rests on it. Each
+// set quantizes the activations itself (the same definition, so the same bits); the rows are
+// taken whole and from an offset, as threads take them.
+TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
+  if (cpu::detected_isa() != cpu::Isa::amx) GTEST_SKIP() << "this processor has no AMX tiles, or Linux did not grant them";
+  const cpu::Kernels& tiles = cpu::kernels_for(cpu::Isa::amx);
+  const cpu::Kernels& vectors = cpu::kernels_for(cpu::Isa::avx512);
+  ASSERT_EQ(tiles.lanes, vectors.lanes);  // one packed copy serves both
+  constexpr uint32_t kTokens = 37;
+  for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::affine4})
+    for (uint32_t cols : {32u, 96u, 1024u, 3072u}) {
+      std::mt19937 rng(cols * 13 + uint32_t(format));
+      const std::vector<uint8_t> weights = random_blocks(format, kRows, cols, rng);
+      WeightView view{weights.data(), format, kRows, cols, weights.size()};
+      cpu::ThreadPool pool(1);
+      auto packed = cpu::pack_matrix(view, pool, tiles.lanes);
+      ASSERT_TRUE(packed.ok()) << packed.error().message;
+      view.data = packed.value().get();
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> x(size_t(kTokens) * cols);
+      for (float& v : x) v = normal(rng);
+      x[7] = -55.0f;
+      struct Quantized {
+        std::vector<int16_t> x16;
+        std::vector<float> scale, block_sum;
+        std::vector<uint8_t> planes;
+      };
+      auto quantize = [&](const cpu::Kernels& kernels) {
+        Quantized q{std::vector<int16_t>(x.size()), std::vector<float>(kTokens), std::vector<float>(x.size() / kBlockSize),
+                    std::vector<uint8_t>(cpu::tile_planes_bytes(kTokens, cols))};
+        for (uint32_t t = 0; t < kTokens; ++t) {
+          const size_t at = size_t(t) * cols;
+          kernels.quantize_activation(&x[at], cols, &q.x16[at], &q.scale[t], &q.block_sum[at / kBlockSize]);
+          if (kernels.split_int16) kernels.split_int16(&q.x16[at], cols, t, q.planes.data());
+        }
+        return q;
+      };
+      const Quantized for_tiles = quantize(tiles), for_vectors = quantize(vectors);
+      for (uint32_t tokens : {16u, 17u, 32u, 37u})
+        for (uint32_t row_begin : {0u, 16u}) {
+          auto run = [&](const cpu::Kernels& kernels, const Quantized& q) {
+            std::vector<float> out(size_t(tokens) * kRows, NAN);
+            std::vector<float*> rows(tokens);
+            for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
+            kernels.matmul({&view, cpu::ActivationForm::int16, x.data(), q.x16.data(), q.scale.data(),
+                            q.block_sum.data(), q.planes.data(), nullptr, nullptr, nullptr, cols, tokens, rows.data(),
+                            row_begin, kRows, cpu::fp16_table()});
+            return out;
+          };
+          const std::vector<float> got = run(tiles, for_tiles), want = run(vectors, for_vectors);
+          for (size_t i = 0; i < got.size(); ++i) {
+            if (i % kRows < row_begin) continue;
+            ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+                << (format == WeightFormat::q8_0 ? "q8_0" : "q4_1") << ", " << cols << " columns, " << tokens
+                << " tokens, rows from " << row_begin << ": token " << i / kRows << ", row " << i % kRows << ": amx "
+                << got[i] << ", avx512 " << want[i];
+          }
+        }
     }
 }
 
@@ -246,7 +313,8 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
     std::vector<float*> rows(tokens);
     for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
     const cpu::MatmulArgs args{&view,   cpu::ActivationForm::f32, x.data(), nullptr, nullptr, nullptr, nullptr,
-                               nullptr, nullptr,  cols,     tokens,  rows.data(), 0,       kRows,   cpu::fp16_table()};
+                               nullptr, nullptr,  nullptr,  cols,    tokens,      rows.data(), 0,   kRows,
+                               cpu::fp16_table()};
     kernels.matmul(args);
     Worst worst;
     for (uint32_t t = 0; t < tokens; ++t)

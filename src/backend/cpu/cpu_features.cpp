@@ -1,6 +1,8 @@
 #include "backend/cpu/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -23,6 +25,18 @@ unsigned saved_state() {
 
 bool os_saves_ymm_state() { return (saved_state() & 0x6) == 0x6; }               // XMM, YMM
 bool os_saves_zmm_state() { return (saved_state() & 0xe6) == 0xe6; }             // + opmask, ZMM
+bool os_saves_tile_state() { return (saved_state() & 0x60000) == 0x60000; }      // XTILECFG, XTILEDATA
+
+// Linux hands the 8 KiB of tile data to a process only once it asks (arch_prctl
+// ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); until then a tile instruction is a fault. Asked once.
+bool tile_state_granted() {
+  static const bool granted = [] {
+    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
+  return granted;
+}
 
 }  // namespace
 
@@ -31,6 +45,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::portable: return "portable";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::amx: return "amx";
   }
   return "?";
 }
@@ -43,7 +58,11 @@ Isa detected_isa() {
   const bool avx2 = ebx & bit_AVX2;
   const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ) &&
                       (ecx & bit_AVX512VNNI);
-  if (avx512 && fma && f16c && os_saves_zmm_state()) return Isa::avx512;
+  const bool amx = (edx & bit_AMX_TILE) && (edx & bit_AMX_INT8);
+  if (avx512 && fma && f16c && os_saves_zmm_state()) {
+    if (amx && os_saves_tile_state() && tile_state_granted()) return Isa::amx;
+    return Isa::avx512;
+  }
   if (avx2 && fma && f16c && os_saves_ymm_state()) return Isa::avx2;
   return Isa::portable;
 }
@@ -51,13 +70,13 @@ Isa detected_isa() {
 Result<Isa> chosen_isa(std::string_view forced) {
   const Isa best = detected_isa();
   if (forced.empty()) return best;
-  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
     if (isa_name(isa) != forced) continue;
     if (int(isa) > int(best))
       return fail("--cpu-isa ", forced, ": this processor supports up to ", isa_name(best));
     return isa;
   }
-  return fail("--cpu-isa ", forced, ": expected portable, avx2 or avx512");
+  return fail("--cpu-isa ", forced, ": expected portable, avx2, avx512 or amx");
 }
 
 unsigned physical_cores() {

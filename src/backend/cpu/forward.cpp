@@ -39,6 +39,7 @@ struct Activations {
     int16_values.resize(size_t(rows) * width);
     int16_scales.resize(rows);
     int16_block_sums.resize(size_t(rows) * width / 32);
+    int16_planes.resize(tile_planes_bytes(rows, width));
     int8_values.resize(size_t(rows) * width);
     int8_block_scales.resize(size_t(rows) * width / 32);
     int8_block_sums.resize(size_t(rows) * width / 32);
@@ -51,6 +52,7 @@ struct Activations {
     for (ActivationForm form : forms) {
       if (form == ActivationForm::int16 && !int16_done) {
         kernels.quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
+        if (kernels.split_int16) kernels.split_int16(&int16_values[at], width, r, int16_planes.data());
         int16_done = true;
       } else if (form == ActivationForm::int8_blocks && !int8_done) {
         kernels.quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
@@ -62,14 +64,15 @@ struct Activations {
   // The MatmulArgs of a product of `weight`, reading the first `tokens` rows in `form`, written to `out`.
   MatmulArgs times(const WeightView& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
     return {&weight,          form,          values.data(),         int16_values.data(),     int16_scales.data(),
-            int16_block_sums.data(), int8_values.data(), int8_block_scales.data(), int8_block_sums.data(), width,
-            tokens,           out,           0,                     0,                       fp16_table()};
+            int16_block_sums.data(), int16_planes.data(), int8_values.data(), int8_block_scales.data(),
+            int8_block_sums.data(), width, tokens, out, 0, 0, fp16_table()};
   }
   uint32_t width;
   std::vector<float> values;
   std::vector<float*> row_pointers;
   std::vector<int16_t> int16_values;
   std::vector<float> int16_scales, int16_block_sums;
+  std::vector<uint8_t> int16_planes;  // filled for kernel sets with tile products (Kernels::split_int16)
   std::vector<int8_t> int8_values;
   std::vector<float> int8_block_scales, int8_block_sums;
 };

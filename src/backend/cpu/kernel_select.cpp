@@ -9,6 +9,7 @@ namespace kipp::cpu {
 
 const Kernels& kernels_for(Isa isa) {
   switch (isa) {
+    case Isa::amx: return amx_kernels();
     case Isa::avx512: return avx512_kernels();
     case Isa::avx2: return avx2_kernels();
     case Isa::portable: break;

@@ -35,6 +35,7 @@ struct MatmulArgs {
   const int16_t* x_int16;  // int16: the same rows, x_stride apart
   const float* x_scale;    // int16: per token, x ~= x_int16 * x_scale
   const float* x_int16_block_sum;  // int16: per token and 32-value block (x_stride / 32 per token), the x_int16 sum
+  const uint8_t* x_int16_planes;   // int16, sets with tiles: x_int16 split (Kernels::split_int16), from token 0
   const int8_t* x_int8;            // int8_blocks: the same rows, x_stride apart
   const float* x_block_scale;      // int8_blocks: per token and block, x ~= x_int8 * scale
   const float* x_block_sum;        // int8_blocks: per token and block, scale * the sum of the block's x_int8
@@ -98,11 +99,25 @@ struct Kernels {
   // times the sum of the block's int8 values (what a Q4_1 block's minimum multiplies). An
   // all-zero block has scale 0; a non-finite value makes its block's scale NaN.
   void (*quantize_activation_blocks)(const float* x, uint32_t n, int8_t* out, float* scale, float* sum);
+  // Sets with tile products (amx; null elsewhere): the int16 activations of token `token` (n
+  // values, a multiple of 32) as the byte planes tiles multiply, written into the planes of its
+  // matrix (kPlaneTokens tokens' bytes of a block together, tile_planes_bytes): per 32-value
+  // block its 32 low bytes (unsigned) then its 32 high bytes (signed), x = 256 high + low, so that
+  // two 8-bit tile products make the int16 sums exactly.
+  void (*split_int16)(const int16_t* x, uint32_t n, uint32_t token, uint8_t* planes);
 };
+
+// The byte planes of a matrix of `tokens` rows of `width` int16 activations (split_int16): two
+// bytes per value, for whole groups of kPlaneTokens tokens.
+inline constexpr uint32_t kPlaneTokens = 16;
+inline size_t tile_planes_bytes(uint32_t tokens, uint32_t width) {
+  return size_t(tokens + kPlaneTokens - 1) / kPlaneTokens * kPlaneTokens * width * 2;
+}
 
 const Kernels& portable_kernels();
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+const Kernels& amx_kernels();
 // The table of a kernel set (cpu_features.h chooses which).
 const Kernels& kernels_for(Isa isa);
 

@@ -1,14 +1,19 @@
 // The single source of every kernel set. A kernels_<isa>.cpp file defines KIPP_KERNEL_NS (its
 // namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS (vectors of
 // kLanes rows) and KIPP_TILE_TOKENS (the register tile of a token tile over Q8_0 and Q4_1 weights),
-// KIPP_TILE_PANELS and KIPP_PANEL_TOKENS (the same over FP32 and BF16 weights), includes this
-// file, and is compiled with that instruction set's flags.
+// KIPP_TILE_PANELS and KIPP_PANEL_TOKENS (the same over FP32 and BF16 weights), KIPP_AMX (1 where
+// products of int16 activations also run in tile registers), includes this file, and is compiled
+// with that instruction set's flags.
 //
 // Nothing here may be an inline function or template with external linkage shared with other
 // files (std:: templates included): the linker would keep one copy, compiled for whichever
 // instruction set it saw first. Everything is in an anonymous namespace and uses only builtins
 // and the compiler's intrinsics (always inlined, never emitted as shared copies).
 #include <immintrin.h>
+
+#ifndef KIPP_AMX
+#define KIPP_AMX 0
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -229,6 +234,20 @@ struct Q8_0ByInt16 {
     return madd(__builtin_convertvector(sums, vf), load_fp16(rec, a.fp16_table), acc);
   }
   static vf finish(vf acc, const MatmulArgs& a, uint32_t token) { return acc * splat(a.x_scale[token]); }
+#if KIPP_AMX
+  // The record's weights as a tile's right operand (16 rows x 32 columns), into `staged`: tile
+  // row q holds columns 4q..4q + 3 of each row, that is the record's column pairs 2q and 2q + 1
+  // interleaved two bytes at a time.
+  static const uint8_t* tile_weights(const uint8_t* rec, uint8_t* staged) {
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int q = 0; q < kBlock / 4; ++q) {
+      const __m512i pairs = _mm512_loadu_si512(rec + 2 * kLanes + q * 4 * kLanes);
+      _mm512_store_si512(staged + q * 64, _mm512_permutexvar_epi16(interleave, pairs));
+    }
+    return staged;
+  }
+#endif
 };
 
 // Q4_1 weights, int16 activations (the default for Q4_1). A step is 4 of a row's 16 nibble bytes
@@ -268,6 +287,20 @@ struct Q4_1ByInt16 {
     return madd(load_fp16(rec + 2 * kLanes, a.fp16_table), splat(x_sum), acc);
   }
   static vf finish(vf acc, const MatmulArgs& a, uint32_t token) { return acc * splat(a.x_scale[token]); }
+#if KIPP_AMX
+  // The record's nibbles as a tile's right operand (16 rows x 32 columns), one byte each, into
+  // `staged`: tile row q < 4 holds the low nibbles of step q (columns 4q..4q + 3), row 4 + q its
+  // high nibbles (columns 16 + 4q..).
+  static const uint8_t* tile_weights(const uint8_t* rec, uint8_t* staged) {
+    const __m512i low = _mm512_set1_epi8(15);
+    for (int q = 0; q < kSteps; ++q) {
+      const __m512i bytes = _mm512_loadu_si512(rec + 4 * kLanes + q * 4 * kLanes);
+      _mm512_store_si512(staged + q * 64, _mm512_and_si512(bytes, low));
+      _mm512_store_si512(staged + (kSteps + q) * 64, _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low));
+    }
+    return staged;
+  }
+#endif
 };
 
 // Q4_1 weights, int8 block activations (--int8-activations): a step is the same 4 nibble bytes
@@ -355,18 +388,146 @@ void quantized_tail(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, u
   }
 }
 
+#if KIPP_AMX
+// ---- Products of int16 activations in tile registers (the amx set) ----------------------------
+// One tile multiply sums 8-bit products exactly into int32: 16 tokens by 16 rows over one block.
+// The int16 activations go in as their two byte planes (split_int16), so two multiplies, weights
+// by low bytes (unsigned) and weights by high bytes (signed), give low + 256 high: the very
+// integer sum the vector tiles form. Each block's sums are then folded by the same Product::fold,
+// so a token's outputs have the same bits whichever path its tile took, and batch invariance
+// holds across both.
+constexpr int kAmxTokens = kPlaneTokens;
+constexpr size_t kPlaneBlockBytes = kAmxTokens * 2 * kBlock;  // a block of 16 tokens' planes
+
+// Where block b of the planes of token t's group of 16 tokens starts, `blocks` blocks a row: each
+// token's 32 low bytes and 32 high bytes, token after token, so that a tile reads one contiguous
+// kilobyte.
+size_t plane_block(uint32_t t, uint64_t blocks, uint64_t b) { return (t / kAmxTokens * blocks + b) * kPlaneBlockBytes; }
+
+// Tile registers: 0 and 1 the activations' low and high planes (16 tokens x 32 bytes), 2 and 3
+// the weights of a row group (8 rows of 4 columns x 16 rows) for even and odd blocks, 4..7 the
+// sums (16 tokens x 16 rows of int32), low and high planes, 4 and 5 for even blocks, 6 and 7 for
+// odd ones: while one block's sums are folded, the next block's are being multiplied.
+struct alignas(64) TileConfig {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t bytes_per_row[16];
+  uint8_t rows[16];
+};
+constexpr TileConfig kTileConfig = {
+    1, 0, {}, {32, 32, 64, 64, 64, 64, 64, 64}, {kAmxTokens, kAmxTokens, kBlock / 4, kBlock / 4, kAmxTokens,
+                                                 kAmxTokens, kAmxTokens, kAmxTokens}};
+
+// A block's integer sums for 16 tokens and 16 rows: low planes, then high planes.
+typedef int32_t BlockSums[2][kAmxTokens][kLanes];
+
+// Block b's sums into `sums`, through the tiles of parity P. (GCC's tile intrinsics paste their
+// tile numbers into assembly text, so each parity spells its numbers out.)
+#define KIPP_MULTIPLY_BLOCK(weight_tile, low_tile, high_tile)             \
+  _tile_loadd(weight_tile, weights, 64);                                  \
+  _tile_zero(low_tile);                                                   \
+  _tile_zero(high_tile);                                                  \
+  _tile_dpbusd(low_tile, 0, weight_tile);                                 \
+  _tile_dpbssd(high_tile, 1, weight_tile);                                \
+  _tile_stored(low_tile, sums[0], 64);                                    \
+  _tile_stored(high_tile, sums[1], 64);
+
+template <int P>
+void multiply_block(const uint8_t* planes, const uint8_t* weights, BlockSums& sums) {
+  _tile_loadd(0, planes, 2 * kBlock);
+  _tile_loadd(1, planes + kBlock, 2 * kBlock);
+  if constexpr (P == 0) {
+    KIPP_MULTIPLY_BLOCK(2, 4, 5)
+  } else {
+    KIPP_MULTIPLY_BLOCK(3, 6, 7)
+  }
+}
+#undef KIPP_MULTIPLY_BLOCK
+
+// low + 256 high for each token, folded into its accumulator as the vector tiles fold a block.
+template <class Product>
+void fold_block(vf (&acc)[kAmxTokens], const BlockSums& sums, const uint8_t* rec, const MatmulArgs& a,
+                uint32_t token0, uint64_t b) {
+  for (int t = 0; t < kAmxTokens; ++t) {
+    vi32 low, high;
+    __builtin_memcpy(&low, sums[0][t], sizeof low);
+    __builtin_memcpy(&high, sums[1][t], sizeof high);
+    acc[t] = Product::fold(acc[t], low + high * 256, rec, a, token0 + t, b);
+  }
+}
+
+// 16 rows from row0 by 16 tokens from token0, block after block: each block is multiplied while
+// the one before it is folded, and (Q4_1) the next one's weights are staged for the tiles.
+template <class Product>
+void product_tile_amx(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
+  alignas(64) uint8_t staged[2][kBlock * kLanes];
+  alignas(64) BlockSums sums[2];
+  vf acc[kAmxTokens];
+  for (vf& v : acc) v = vf{};
+  const uint64_t blocks = a.weight->cols / kBlock;
+  const uint8_t* weights = Product::tile_weights(record<Product::kFormat>(a, row0, 0), staged[0]);
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const uint8_t* current = weights;
+    // Ask for block b + 2's record now: a tile load stalls on memory the vector loads' reordering
+    // would have hidden (measured: ~8% of a Q8_0 prefill).
+    if (b + 2 < blocks) {
+      const uint8_t* ahead = record<Product::kFormat>(a, row0, b + 2);
+      for (int line = 0; line < 9; ++line) __builtin_prefetch(ahead + line * 64);
+    }
+    if (b + 1 < blocks) weights = Product::tile_weights(record<Product::kFormat>(a, row0, b + 1), staged[(b + 1) % 2]);
+    const uint8_t* planes = a.x_int16_planes + plane_block(token0, blocks, b);
+    if (b % 2) multiply_block<1>(planes, current, sums[1]);
+    else multiply_block<0>(planes, current, sums[0]);
+    if (b > 0) fold_block<Product>(acc, sums[(b - 1) % 2], record<Product::kFormat>(a, row0, b - 1), a, token0, b - 1);
+  }
+  fold_block<Product>(acc, sums[(blocks - 1) % 2], record<Product::kFormat>(a, row0, blocks - 1), a, token0,
+                      blocks - 1);
+  for (int t = 0; t < kAmxTokens; ++t)
+    store_f32(a.out[token0 + t] + row0, Product::finish(acc[t], a, token0 + t));
+}
+
+template <class Product>
+void rows_of_tile_amx(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end, uint32_t token0) {
+  for (uint32_t r = row_begin; r < row_end; r += kLanes) product_tile_amx<Product>(a, r, token0);
+}
+
+void split_int16(const int16_t* x, uint32_t n, uint32_t token, uint8_t* planes) {
+  const uint64_t blocks = n / kBlock;
+  for (uint32_t b = 0; b < n / kBlock; ++b) {
+    const __m512i values = _mm512_loadu_si512(x + b * kBlock);
+    uint8_t* out = planes + plane_block(token, blocks, b) + token % kAmxTokens * 2 * kBlock;
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi16_epi8(values));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + kBlock), _mm512_cvtepi16_epi8(_mm512_srai_epi16(values, 8)));
+  }
+}
+#endif
+
 // Rows in chunks whose weights stay in cache while every token tile passes over them.
 constexpr uint32_t kRowChunk = 64;
 
 template <WeightFormat F>
 void matmul_blocks(const MatmulArgs& a) {
+#if KIPP_AMX
+  // Tile registers for the int16 form's full 16-token tiles; the vector tiles take the rest.
+  const bool tiles = a.form == ActivationForm::int16 && a.tokens >= uint32_t(kAmxTokens);
+  if (tiles) _tile_loadconfig(&kTileConfig);
+#endif
   for (uint32_t chunk = a.row_begin; chunk < a.row_end; chunk += kRowChunk) {
     const uint32_t chunk_end = chunk + kRowChunk < a.row_end ? chunk + kRowChunk : a.row_end;
     uint32_t t = 0;
+#if KIPP_AMX
+    if (tiles)
+      for (; t + kAmxTokens <= a.tokens; t += kAmxTokens) {
+        if constexpr (F == WeightFormat::q8_0) rows_of_tile_amx<Q8_0ByInt16>(a, chunk, chunk_end, t);
+        else rows_of_tile_amx<Q4_1ByInt16>(a, chunk, chunk_end, t);
+      }
+#endif
     for (; t + kTileTokens <= a.tokens; t += kTileTokens)
       rows_of_tile<F, kTileRows, kTileTokens>(a, chunk, chunk_end, t);
     if (t < a.tokens) quantized_tail<F>(a, chunk, chunk_end, t, a.tokens - t);
   }
+#if KIPP_AMX
+  if (tiles) _tile_release();
+#endif
 }
 
 // Vector v of one column of a panel (kPanelRows values, packed_weights.h), widened to FP32
@@ -745,7 +906,13 @@ void quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale,
 }  // namespace
 
 const Kernels& kernels() {
-  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks};
+#if KIPP_AMX
+  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks,
+                             split_int16};
+#else
+  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks,
+                             nullptr};
+#endif
   return table;
 }
 
