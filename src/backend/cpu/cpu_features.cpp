@@ -58,7 +58,8 @@ Isa detected_isa() {
   const bool avx2 = ebx & bit_AVX2;
   const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ) &&
                       (ecx & bit_AVX512VNNI);
-  const bool amx = (edx & bit_AMX_TILE) && (edx & bit_AMX_INT8);
+  // CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); clang 14's cpuid.h does not name them.
+  const bool amx = (edx & (1u << 24)) && (edx & (1u << 25));
   if (avx512 && fma && f16c && os_saves_zmm_state()) {
     if (amx && os_saves_tile_state() && tile_state_granted()) return Isa::amx;
     return Isa::avx512;

@@ -87,7 +87,7 @@ vf madd(vf a, vf b, vf c) {
 }
 
 // The 16 (or 8, 4) lanes summed in a fixed tree: halves, then quarters, down to one.
-float reduce(vf v) {
+[[maybe_unused]] float reduce(vf v) {  // the 16-lane sets reduce four at a time (reduce4)
 #if KIPP_LANES == 16 || KIPP_LANES == 8
 #if KIPP_LANES == 16
   const __m256 eight = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
@@ -103,6 +103,23 @@ float reduce(vf v) {
   for (int width = kLanes / 2; width >= 1; width /= 2)
     for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
   return lanes[0];
+#endif
+}
+
+// Four vectors summed at once, each in reduce's tree (lanes i and i + 8, then i + 4, i + 2,
+// i + 1, the same additions in the same order, so the same bits), sharing the shuffles: the
+// scores of four positions.
+void reduce4(const vf (&v)[4], float* out) {
+#if KIPP_LANES == 16
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], 0x44), _mm512_shuffle_f32x4(v[0], v[1], 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(v[2], v[3], 0x44), _mm512_shuffle_f32x4(v[2], v[3], 0xEE));
+  __m512 x = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, 0x88), _mm512_shuffle_f32x4(ab, cd, 0xDD));
+  x = _mm512_add_ps(x, _mm512_permute_ps(x, 0xEE));
+  x = _mm512_add_ps(x, _mm512_permute_ps(x, 0x01));
+  const __m512 firsts = _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), x);
+  _mm_storeu_ps(out, _mm512_castps512_ps128(firsts));
+#else
+  for (int j = 0; j < 4; ++j) out[j] = reduce(v[j]);
 #endif
 }
 
@@ -703,8 +720,11 @@ void scores_of_rows(const Rows& kv, const float* q, const std::byte* k, size_t r
       for (int j = 0; j < 4; ++j) acc[h][j] = madd(qv, rows[j], acc[h][j]);
     }
   }
-  for (int h = 0; h < H; ++h)
-    for (uint32_t j = 0; j < count; ++j) out[h * kBlock + j] = reduce(acc[h][j]) * scale;
+  for (int h = 0; h < H; ++h) {
+    float sums[4];
+    reduce4(acc[h], sums);
+    for (uint32_t j = 0; j < count; ++j) out[h * kBlock + j] = sums[j] * scale;
+  }
 }
 
 // sums[h] += weights[h][j] * V row j for H heads sharing the V rows, j < count, position by
