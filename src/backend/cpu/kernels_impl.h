@@ -87,7 +87,7 @@ vf madd(vf a, vf b, vf c) {
 }
 
 // The 16 (or 8, 4) lanes summed in a fixed tree: halves, then quarters, down to one.
-[[maybe_unused]] float reduce(vf v) {  // the 16-lane sets reduce four at a time (reduce4)
+float reduce(vf v) {
 #if KIPP_LANES == 16 || KIPP_LANES == 8
 #if KIPP_LANES == 16
   const __m256 eight = _mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
@@ -104,6 +104,15 @@ vf madd(vf a, vf b, vf c) {
     for (int i = 0; i < width; ++i) lanes[i] += lanes[i + width];
   return lanes[0];
 #endif
+}
+
+// The largest lane (a comparison's loser kept on ties and NaN, as the maximum of a scalar loop).
+float largest_lane(vf v) {
+  float lanes[kLanes];
+  __builtin_memcpy(lanes, &v, sizeof v);
+  for (int width = kLanes / 2; width >= 1; width /= 2)
+    for (int i = 0; i < width; ++i) lanes[i] = lanes[i + width] > lanes[i] ? lanes[i + width] : lanes[i];
+  return lanes[0];
 }
 
 // Four vectors summed at once, each in reduce's tree (lanes i and i + 8, then i + 4, i + 2,
@@ -797,23 +806,34 @@ void attention_over(const AttentionArgs& a, const Rows& kv) {
       }
     }
     // Online softmax: rescale what each head summed so far to its new maximum, then weigh this
-    // block's positions.
+    // block's positions. The block's maximum and its weights' sum are taken over vectors of
+    // positions, those from `count` on left out (their slots hold no score).
+    vi32 position;
+    for (int i = 0; i < kLanes; ++i) position[i] = i;
     for (uint32_t h = head_begin; h < head_end; ++h) {
       float* scores = a.scores + h * kBlock;
-      float block_max = -__builtin_inff();
-      for (uint32_t j = 0; j < count; ++j) block_max = scores[j] > block_max ? scores[j] : block_max;
+      vf largest = splat(-__builtin_inff());
+      for (int v = 0; v < kVecs; ++v) {
+        const vf s = load_f32(scores + v * kLanes);
+        largest = ((position + v * kLanes < int32_t(count)) & (s > largest)) ? s : largest;
+      }
+      const float block_max = largest_lane(largest);
       const float new_max = block_max > a.max_score[h] ? block_max : a.max_score[h];
-      const float correction = __builtin_expf(a.max_score[h] - new_max);
+      // exp(0) is 1 exactly: skip the call when the maximum stays (and is a number).
+      const bool same_max = new_max == a.max_score[h] && new_max != -__builtin_inff();
+      const float correction = same_max ? 1.0f : __builtin_expf(a.max_score[h] - new_max);
       if (correction != 1.0f) {
         a.weight_sum[h] *= correction;
         float* sums = a.sums + h * dim;
         for (uint32_t d = 0; d < dim; d += kLanes) store_f32(sums + d, load_f32(sums + d) * splat(correction));
       }
-      for (int v = 0; v < kVecs; ++v)
-        store_f32(scores + v * kLanes, exp_nonpositive(load_f32(scores + v * kLanes) - splat(new_max)));
-      float total = a.weight_sum[h];
-      for (uint32_t j = 0; j < count; ++j) total += scores[j];
-      a.weight_sum[h] = total;
+      vf weights{};
+      for (int v = 0; v < kVecs; ++v) {
+        const vf w = exp_nonpositive(load_f32(scores + v * kLanes) - splat(new_max));
+        store_f32(scores + v * kLanes, w);
+        weights += position + v * kLanes < int32_t(count) ? w : vf{};
+      }
+      a.weight_sum[h] += reduce(weights);
       a.max_score[h] = new_max;
     }
     // Weighted V rows, query heads in pairs that share a KV head.
