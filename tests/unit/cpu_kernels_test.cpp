@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -66,6 +67,28 @@ std::vector<uint8_t> random_blocks(WeightFormat format, uint32_t rows, uint32_t 
     }
   }
   return bytes;
+}
+
+// A kRows x cols matrix of random weights: its ggml blocks (what twins read) and its copy packed
+// for kernels with `lanes`-float vectors (what the view points at; null if packing failed).
+struct RandomMatrix {
+  std::vector<uint8_t> blocks;
+  std::unique_ptr<uint8_t[]> packed;
+  WeightView view;
+};
+
+RandomMatrix random_packed(WeightFormat format, uint32_t cols, uint32_t lanes, std::mt19937& rng) {
+  RandomMatrix m{random_blocks(format, kRows, cols, rng), nullptr, {}};
+  m.view = WeightView{m.blocks.data(), format, kRows, cols, m.blocks.size()};
+  cpu::ThreadPool pool(1);
+  auto packed = cpu::pack_matrix(m.view, pool, lanes);
+  if (!packed.ok()) {
+    ADD_FAILURE() << packed.error().message;
+    return m;
+  }
+  m.packed = std::move(packed).value();
+  m.view.data = m.packed.get();
+  return m;
 }
 
 struct Twin {
@@ -124,12 +147,10 @@ Twin twin(WeightFormat format, cpu::ActivationForm form, const std::vector<uint8
 void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form, uint32_t cols) {
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   std::mt19937 rng(cols * 7 + uint32_t(format));
-  const std::vector<uint8_t> weights = random_blocks(format, kRows, cols, rng);
-  WeightView view{weights.data(), format, kRows, cols, weights.size()};
-  cpu::ThreadPool pool(1);
-  auto packed = cpu::pack_matrix(view, pool, kernels.lanes);
-  ASSERT_TRUE(packed.ok()) << packed.error().message;
-  view.data = packed.value().get();
+  const RandomMatrix matrix = random_packed(format, cols, kernels.lanes, rng);
+  ASSERT_TRUE(matrix.packed);
+  const std::vector<uint8_t>& weights = matrix.blocks;
+  const WeightView& view = matrix.view;
 
   // Up to 13 tokens: every set's full vector token tiles and every tail count; then 16, 19, 32
   // and 37, the amx set's tiles of 16 tokens with and without vector tiles after them.
@@ -208,12 +229,9 @@ TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
   for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::affine4})
     for (uint32_t cols : {32u, 96u, 1024u, 3072u}) {
       std::mt19937 rng(cols * 13 + uint32_t(format));
-      const std::vector<uint8_t> weights = random_blocks(format, kRows, cols, rng);
-      WeightView view{weights.data(), format, kRows, cols, weights.size()};
-      cpu::ThreadPool pool(1);
-      auto packed = cpu::pack_matrix(view, pool, tiles.lanes);
-      ASSERT_TRUE(packed.ok()) << packed.error().message;
-      view.data = packed.value().get();
+      const RandomMatrix matrix = random_packed(format, cols, tiles.lanes, rng);
+      ASSERT_TRUE(matrix.packed);
+      const WeightView& view = matrix.view;
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(size_t(kTokens) * cols);
       for (float& v : x) v = normal(rng);
