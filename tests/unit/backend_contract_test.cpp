@@ -38,13 +38,14 @@ std::vector<uint32_t> prompt(size_t length, uint32_t seed) { return testing::ran
 class BackendContract : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    auto file = ModelFile::open(testing::test_models_dir() + "/" + GetParam().model + "." + GetParam().scheme + ".gguf");
+    const Case& c = GetParam();
+    auto file = ModelFile::open(testing::test_models_dir() + "/" + c.model + "." + c.scheme + ".gguf");
     ASSERT_TRUE(file.ok()) << file.error().message;
     file_ = std::move(file).value();
     BackendOptions options;
-    options.kv_cache = GetParam().kv_cache;
-    options.cpu_isa = GetParam().cpu_isa;
-    auto backend = create_backend(GetParam().backend, *file_, options);
+    options.kv_cache = c.kv_cache;
+    options.cpu_isa = c.cpu_isa;
+    auto backend = create_backend(c.backend, *file_, options);
     ASSERT_TRUE(backend.ok()) << backend.error().message;
     backend_ = std::move(backend).value();
     vocab_ = file_->checkpoint().vocab();
@@ -399,7 +400,8 @@ std::vector<Case> cases() {
         if (detected == cpu::Isa::amx) all.push_back({std::string(backend), model, kv, "avx512"});
       }
       if (backend != "cpu") continue;
-      for (const char* scheme : {"q8_0", "affine4_gs32"}) all.push_back({std::string(backend), model, KvFormat::bf16, "", scheme});
+      for (const char* scheme : {"q8_0", "affine4_gs32"})
+        all.push_back({std::string(backend), model, KvFormat::bf16, "", scheme});
     }
   return all;
 }

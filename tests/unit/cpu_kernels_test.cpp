@@ -221,7 +221,8 @@ TEST(CpuKernels, QuantizedProductsEqualTheirScalarTwinInEverySet) {
 // set quantizes the activations itself (the same definition, so the same bits); the rows are
 // taken whole and from an offset, as threads take them.
 TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
-  if (cpu::detected_isa() != cpu::Isa::amx) GTEST_SKIP() << "this processor has no AMX tiles, or Linux did not grant them";
+  if (cpu::detected_isa() != cpu::Isa::amx)
+    GTEST_SKIP() << "this processor has no AMX tiles, or Linux did not grant them";
   const cpu::Kernels& tiles = cpu::kernels_for(cpu::Isa::amx);
   const cpu::Kernels& vectors = cpu::kernels_for(cpu::Isa::avx512);
   ASSERT_EQ(tiles.lanes, vectors.lanes);  // one packed copy serves both
@@ -242,7 +243,8 @@ TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
         std::vector<uint8_t> planes;
       };
       auto quantize = [&](const cpu::Kernels& kernels) {
-        Quantized q{std::vector<int16_t>(x.size()), std::vector<float>(kTokens), std::vector<float>(x.size() / kBlockSize),
+        Quantized q{std::vector<int16_t>(x.size()), std::vector<float>(kTokens),
+                    std::vector<float>(x.size() / kBlockSize),
                     std::vector<uint8_t>(cpu::tile_planes_bytes(kTokens, cols))};
         for (uint32_t t = 0; t < kTokens; ++t) {
           const size_t at = size_t(t) * cols;

@@ -482,7 +482,7 @@ void fold_block(vf (&acc)[kAmxTokens], const BlockSums& sums, const uint8_t* rec
 }
 
 // 16 rows from row0 by 16 tokens from token0, block after block: each block is multiplied while
-// the one before it is folded, and (Q4_1) the next one's weights are staged for the tiles.
+// the one before it is folded, and the next one's weights are staged in the tiles' layout.
 template <class Product>
 void product_tile_amx(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   alignas(64) uint8_t staged[2][kBlock * kLanes];
@@ -518,7 +518,7 @@ void rows_of_tile_amx(const MatmulArgs& a, uint32_t row_begin, uint32_t row_end,
 
 void split_int16(const int16_t* x, uint32_t n, uint32_t token, uint8_t* planes) {
   const uint64_t blocks = n / kBlock;
-  for (uint32_t b = 0; b < n / kBlock; ++b) {
+  for (uint64_t b = 0; b < blocks; ++b) {
     const __m512i values = _mm512_loadu_si512(x + b * kBlock);
     uint8_t* out = planes + plane_block(token, blocks, b) + token % kAmxTokens * 2 * kBlock;
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi16_epi8(values));
@@ -947,12 +947,11 @@ void quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale,
 
 const Kernels& kernels() {
 #if KIPP_AMX
-  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks,
-                             split_int16};
+  constexpr auto split = split_int16;
 #else
-  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks,
-                             nullptr};
+  constexpr decltype(Kernels::split_int16) split = nullptr;  // no tile products in this set
 #endif
+  static const Kernels table{KIPP_KERNEL_NAME, kLanes, matmul, attention, quantize_int16, quantize_int8_blocks, split};
   return table;
 }
 
