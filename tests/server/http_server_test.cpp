@@ -882,8 +882,8 @@ TEST(HttpServer, AnsweredRequestsReportNoDisconnect) {
 }
 
 TEST(HttpServer, DisconnectMidStream) {
-  Workers workers;
   std::atomic<int> gone{0};
+  Workers workers;  // declared after what its threads touch, so it joins them before those go
   TestServer srv(test_limits(), [&](HttpRequest, std::shared_ptr<HttpExchange> exchange) {
     exchange->on_disconnect([&] { ++gone; });
     exchange->start_stream(200, "text/event-stream");
@@ -926,9 +926,9 @@ HttpHandler flood(Workers& workers, std::atomic<bool>& gone, std::atomic<size_t>
 }
 
 TEST(HttpServer, ClientThatStopsReadingBlocksNoOtherClient) {
-  Workers workers;
   std::atomic<bool> gone{false};
   std::atomic<size_t> written{0};
+  Workers workers;  // declared after what its threads touch, so it joins them before those go
   TestServer srv(test_limits(), flood(workers, gone, written));  // write_timeout 10 s: it stays stuck
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn stuck(srv.port(), 4096);
@@ -949,9 +949,9 @@ TEST(HttpServer, ClientThatStopsReadingBlocksNoOtherClient) {
 TEST(HttpServer, ClientThatStopsReadingIsDropped) {
   auto limits = test_limits();
   limits.write_timeout = 300ms;
-  Workers workers;
   std::atomic<bool> gone{false};
   std::atomic<size_t> written{0};
+  Workers workers;  // declared after what its threads touch, so it joins them before those go
   TestServer srv(limits, flood(workers, gone, written));
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn stuck(srv.port(), 4096);
