@@ -17,6 +17,10 @@ static_assert(family::head_dim % 128 == 0);
 
 uint32_t chunks_of(const AttentionQuery& query) { return (query.positions + kAttentionChunk - 1) / kAttentionChunk; }
 
+bool same_session(const AttentionQuery& a, const AttentionQuery& b) {
+  return a.k_layer == b.k_layer && a.v_layer == b.v_layer && a.table == b.table;
+}
+
 }  // namespace
 
 AttentionRunner::AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool, const Kernels& kernels,
@@ -28,8 +32,10 @@ AttentionRunner::AttentionRunner(const Checkpoint& checkpoint, ThreadPool& pool,
       row_bytes_(kv_row_bytes(kv_format, checkpoint.kv_width())),
       capacity_(std::max(kMinPartials, (checkpoint.context + kAttentionChunk - 1) / kAttentionChunk)),
       partial_floats_(size_t(checkpoint.q_heads) * (checkpoint.head_dim() + 2)),
-      partials_(capacity_ * partial_floats_), scores_(size_t(pool.size()) * 32 * checkpoint.q_heads) {
+      partials_(capacity_ * partial_floats_),
+      scores_(size_t(pool.size()) * kAttentionTokens * 32 * checkpoint.q_heads) {
   first_partial_.reserve(capacity_);
+  groups_.reserve(capacity_);
 }
 
 void AttentionRunner::run(std::span<const AttentionQuery> queries) {
@@ -46,6 +52,29 @@ void AttentionRunner::run(std::span<const AttentionQuery> queries) {
   run_wave(queries.subspan(begin));
 }
 
+// Groups are formed window by window, a window being up to kAttentionTokens consecutive queries
+// of one session, and within a window chunk by chunk, of the queries that reach the chunk (a
+// prefill's later positions reach every chunk its earlier ones do, so these are consecutive;
+// any gap starts another group).
+void AttentionRunner::group_queries(std::span<const AttentionQuery> queries) {
+  groups_.clear();
+  const uint32_t count = uint32_t(queries.size());
+  for (uint32_t begin = 0; begin < count;) {
+    uint32_t end = begin + 1, chunks = chunks_of(queries[begin]);
+    while (end < count && end - begin < kAttentionTokens && same_session(queries[begin], queries[end]))
+      chunks = std::max(chunks, chunks_of(queries[end++]));
+    for (uint32_t chunk = 0; chunk < chunks; ++chunk) {
+      for (uint32_t first = begin; first < end;) {
+        uint32_t last = first;
+        while (last < end && chunks_of(queries[last]) > chunk) ++last;
+        if (last > first) groups_.push_back({first, last - first, chunk});
+        first = std::max(last, first + 1);
+      }
+    }
+    begin = end;
+  }
+}
+
 void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
   if (queries.empty()) return;
   first_partial_.clear();
@@ -54,51 +83,54 @@ void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
     first_partial_.push_back(total);
     total += chunks_of(query);
   }
+  group_queries(queries);
   // Many tokens (a prefill) take one KV head per job, jobs ordered head by head: consecutive
   // jobs of a thread then read the same head's K and V rows, a few hundred KiB that stay in
-  // cache from one token to the next. Few tokens slice the KV heads only as far as it takes to
+  // cache from one group to the next. Few tokens slice the KV heads only as far as it takes to
   // give every thread a few jobs.
-  const uint32_t kv_heads = c_.kv_heads(), threads = pool_.size();
+  const uint32_t kv_heads = c_.kv_heads(), threads = pool_.size(), groups = uint32_t(groups_.size());
   uint32_t slices = 1;
   if (queries.size() >= threads) {
     slices = kv_heads;
   } else {
-    while (slices < kv_heads && kv_heads % (2 * slices) == 0 && uint64_t(total) * slices < 2ull * threads) slices *= 2;
+    while (slices < kv_heads && kv_heads % (2 * slices) == 0 && uint64_t(groups) * slices < 2ull * threads) slices *= 2;
   }
-  const uint32_t jobs = total * slices, dim = c_.head_dim(), group = c_.q_heads / kv_heads;
+  const uint32_t jobs = groups * slices, dim = c_.head_dim(), group_heads = c_.q_heads / kv_heads;
   const uint32_t q_heads = c_.q_heads;
 
   pool_.run([&](unsigned index, unsigned count) {
     const Range range = split(jobs, index, count);
-    // Jobs are numbered slice by slice, then query by query, chunk by chunk.
+    // Jobs are numbered slice by slice, then group by group.
     for (uint32_t job = range.begin; job < range.end; ++job) {
-      const uint32_t slice = job / total, p = job % total;
-      const size_t query =
-          size_t(std::upper_bound(first_partial_.begin(), first_partial_.end(), p) - first_partial_.begin()) - 1;
-      const AttentionQuery& qr = queries[query];
-      const uint32_t chunk = p - first_partial_[query];
-      const uint32_t begin = chunk * kAttentionChunk;
-      const uint32_t end = std::min(qr.positions, begin + kAttentionChunk);
-      float* out = partial(p);
-      AttentionArgs args{qr.q,
-                         slice * kv_heads / slices,
-                         (slice + 1) * kv_heads / slices,
-                         group,
-                         dim,
-                         kv_format_,
-                         qr.k_layer,
-                         qr.v_layer,
-                         row_bytes_,
-                         kKvBlockTokens * row_bytes_,
-                         qr.table,
-                         begin,
-                         end,
-                         1.0f / std::sqrt(float(dim)),
+      const uint32_t slice = job / groups;
+      const Group& group = groups_[job % groups];
+      const uint32_t begin = group.chunk * kAttentionChunk;
+      AttentionArgs args{};
+      for (uint32_t t = 0; t < group.tokens; ++t) {
+        const AttentionQuery& query = queries[group.first + t];
+        float* out = partial(first_partial_[group.first + t] + group.chunk);
+        args.token[t] = {query.q,
+                         std::min(query.positions, begin + kAttentionChunk),
                          out,
                          out + size_t(q_heads) * dim,
                          out + size_t(q_heads) * (dim + 1),
-                         scores_.data() + size_t(index) * 32 * q_heads,
-                         fp16_table()};
+                         scores_.data() + (size_t(index) * kAttentionTokens + t) * 32 * q_heads};
+      }
+      const AttentionQuery& first = queries[group.first];
+      args.tokens = group.tokens;
+      args.kv_begin = slice * kv_heads / slices;
+      args.kv_end = (slice + 1) * kv_heads / slices;
+      args.group_heads = group_heads;
+      args.head_dim = dim;
+      args.kv_format = kv_format_;
+      args.k_layer = first.k_layer;
+      args.v_layer = first.v_layer;
+      args.row_bytes = row_bytes_;
+      args.block_bytes = kKvBlockTokens * row_bytes_;
+      args.table = first.table;
+      args.begin = begin;
+      args.scale = 1.0f / std::sqrt(float(dim));
+      args.fp16_table = fp16_table();
       kernels_.attention(args);
     }
   });

@@ -1,10 +1,13 @@
 // Attention of a pass's tokens for one layer, spread over the thread pool. Each token's positions
-// fall into fixed chunks (kAttentionChunk); a job is one chunk of one token for a slice of the KV
-// heads, and writes a partial. The partials of a token are then folded in chunk order. The
-// chunks and the fold are fixed by positions alone, so a token's result is bitwise the same
-// whatever else is in the pass and however many threads there are; only the slicing of heads and
-// the spreading of jobs, which change no arithmetic, adapt to the batch so that every thread has
-// work, also when a single token decodes at a long context.
+// fall into fixed chunks (kAttentionChunk). A job is one chunk of up to kAttentionTokens
+// consecutive tokens of one session (a group, which reads each cached row once for all of them)
+// for a slice of the KV heads, and writes one partial per token. The partials of a token are then
+// folded in chunk order. The chunks and the fold are fixed by positions alone and the kernels do
+// each token's arithmetic as if it were alone, so a token's result is bitwise the same whatever
+// else is in the pass, whichever tokens share its group, and however many threads there are;
+// only the grouping, the slicing of heads and the spreading of jobs, which change no arithmetic,
+// adapt to the batch so that every thread has work, also when a single token decodes at a long
+// context.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +38,16 @@ class AttentionRunner {
   void run(std::span<const AttentionQuery> queries);
 
  private:
+  // Up to kAttentionTokens consecutive queries of one session, over one chunk of positions that
+  // each of them has.
+  struct Group {
+    uint32_t first;   // the first query
+    uint32_t tokens;
+    uint32_t chunk;
+  };
+
   void run_wave(std::span<const AttentionQuery> queries);
+  void group_queries(std::span<const AttentionQuery> queries);
   float* partial(uint32_t index) { return partials_.data() + size_t(index) * partial_floats_; }
 
   const Checkpoint& c_;
@@ -46,8 +58,9 @@ class AttentionRunner {
   uint32_t capacity_;         // partials held at once (at least one token's at full context)
   size_t partial_floats_;     // q_heads x (head_dim + 2)
   std::vector<float> partials_;
-  std::vector<float> scores_;  // 32 per query head per thread
+  std::vector<float> scores_;  // 32 per query head per group token per thread
   std::vector<uint32_t> first_partial_;  // per query of a wave
+  std::vector<Group> groups_;            // of a wave
 };
 
 }  // namespace kipp::cpu

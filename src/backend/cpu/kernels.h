@@ -46,16 +46,31 @@ struct MatmulArgs {
   const float* fp16_table;  // the 65,536 FP16 values widened, for block scales
 };
 
-// Attention of one token over one chunk of its positions (kAttentionChunk positions, starting at
-// a multiple of it, the last chunk shorter), for a range of KV heads and the query heads that
-// share them, read through the session's block table. The result is a chunk partial: per query
-// head the softmax weights' maximum score, their sum, and the weighted sum of V rows, none
-// normalized; attention.h folds the partials of a token's chunks in order. Because the chunks are
-// fixed by position, a token's result does not depend on how its chunks are spread over threads.
+// Attention of up to kAttentionTokens tokens of one session over one chunk of positions
+// (kAttentionChunk positions, starting at a multiple of it; each token's part ends at its own
+// position), for a range of KV heads and the query heads that share them, read through the
+// session's block table. Each token's result is a chunk partial: per query head the softmax
+// weights' maximum score, their sum, and the weighted sum of V rows, none normalized; attention.h
+// folds the partials of a token's chunks in order. The tokens share each K and V row the cache
+// hands over, but every token's arithmetic is its own and the same as alone, in the same order:
+// a token's result depends neither on its companions nor on how its chunks are spread over
+// threads.
 inline constexpr uint32_t kAttentionChunk = 256;
+inline constexpr uint32_t kAttentionTokens = 4;
+
+// One token's part of an attention job.
+struct AttentionToken {
+  const float* q;      // the token's query heads, normed and rotated: q_heads x head_dim
+  uint32_t end;        // its positions in the chunk end here (at most the chunk's end)
+  float* sums;         // per query head (indexed by absolute head): head_dim weighted V sums
+  float* max_score;    // per query head
+  float* weight_sum;   // per query head
+  float* scores;       // scratch: 32 per query head
+};
 
 struct AttentionArgs {
-  const float* q;            // the token's query heads, normed and rotated: q_heads x head_dim
+  AttentionToken token[kAttentionTokens];
+  uint32_t tokens;           // 1 to kAttentionTokens
   uint32_t kv_begin, kv_end; // the KV heads of this job
   uint32_t group_heads;      // query heads per KV head
   uint32_t head_dim;
@@ -65,12 +80,8 @@ struct AttentionArgs {
   size_t row_bytes;          // bytes of one row (kv_heads x head_dim values)
   size_t block_bytes;        // bytes of a physical block (32 rows)
   const uint32_t* table;     // logical -> physical block; null for identity
-  uint32_t begin, end;       // positions of the chunk; begin is a multiple of 32
+  uint32_t begin;            // the chunk's first position, a multiple of 32
   float scale;               // 1 / sqrt(head_dim)
-  float* sums;               // per query head (indexed by absolute head): head_dim weighted V sums
-  float* max_score;          // per query head
-  float* weight_sum;         // per query head
-  float* scores;             // scratch: 32 per query head
   const float* fp16_table;   // fp16_table(), for Q8_0 row scales
 };
 
