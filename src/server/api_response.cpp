@@ -173,10 +173,15 @@ HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeade
   return json_response(error.status, error_body(dialect, error), std::move(headers));
 }
 
-// The layer sends no type of its own: a server fault or the client's, as the status says.
+ApiDialect dialect_of(std::string_view path) {
+  return path.starts_with("/v1/messages") ? ApiDialect::anthropic : ApiDialect::openai;
+}
+
+// The layer sends no type of its own: a server fault or the client's, as the status says
+// (anthropic_error_json names Anthropic's types by the status alone).
 HttpResponse http_error_response(const HttpError& error) {
   const char* type = error.status >= 500 ? "server_error" : "invalid_request_error";
-  return error_response(ApiDialect::openai, {error.status, error.message, "", type, error.code});
+  return error_response(dialect_of(error.path), {error.status, error.message, "", type, error.code});
 }
 
 std::string random_id(std::string_view prefix, size_t digits) { return std::string(prefix) + random_hex(digits); }

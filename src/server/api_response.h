@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/generator.h"
@@ -54,6 +55,8 @@ HttpResponse json_response(int status, const Json& body, HttpHeaders headers = {
 
 // The API whose shapes an answer takes.
 enum class ApiDialect { openai, anthropic };
+// Anthropic's under /v1/messages (count_tokens included); OpenAI's everywhere else.
+ApiDialect dialect_of(std::string_view path);
 
 // {"error": {"message", "type", "param", "code"}}: the one place OpenAI's error shape is built.
 Json error_json(const ApiError& error);
@@ -63,7 +66,8 @@ Json error_body(ApiDialect dialect, const ApiError& error);
 // A whole response refusing a request, with the error's status, in the dialect's shape.
 HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeaders headers = {});
 // The HTTP layer's own errors (limits, malformed requests, refused connections, failed handlers)
-// as OpenAI errors, whatever the route: HttpServerOptions::error_format for `kipp serve`.
+// in the shape of the route's API (OpenAI's when the path is not known):
+// HttpServerOptions::error_format for `kipp serve`.
 HttpResponse http_error_response(const HttpError& error);
 
 // `prefix` and `digits` random hex digits: response ids.

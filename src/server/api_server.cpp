@@ -51,7 +51,8 @@ ApiServer::~ApiServer() {
   pending_ready_.notify_all();
   worker_.join();
   for (Pending& pending : pending_)
-    pending.exchange->respond(error_response(ApiDialect::openai, {503, "the server is stopping", "", "server_error"}));
+    pending.exchange->respond(
+        error_response(dialect_of(pending.request.path), {503, "the server is stopping", "", "server_error"}));
 }
 
 void ApiServer::work() {
@@ -126,7 +127,7 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
     return exchange->respond(std::move(response));
   }
   const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize" || path == "/props";
-  const ApiDialect dialect = path.rfind("/v1/messages", 0) == 0 ? ApiDialect::anthropic : ApiDialect::openai;
+  const ApiDialect dialect = dialect_of(path);
   if (guarded && !authorized(request))
     return reject(exchange, {401, "a valid API key is needed: send \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"", "",
                              "authentication_error", "invalid_api_key"},

@@ -38,6 +38,9 @@ constexpr size_t kMaxGather = 64;
 
 std::string to_std(beast::string_view s) { return std::string(s.data(), s.size()); }
 
+// A request target without its query.
+std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
+
 void run_callback(const std::function<void()>& callback) {
   try {
     callback();
@@ -152,7 +155,7 @@ void Connection::do_abandon(uint64_t id) {
   if (closed_ || id != cur_id_) return;
   if (phase_ == Phase::kHandling) {
     gone_cb_ = nullptr;
-    do_respond(id, formatted({.status = 500, .message = "the request was dropped without a response"}));
+    do_respond(id, formatted({.status = 500, .message = "the request was dropped without a response", .path = cur_path_}));
   } else if (phase_ == Phase::kStreaming && !finishing_) {
     gone_cb_ = nullptr;
     close_now();
@@ -326,6 +329,8 @@ void Connection::on_read_error(error_code ec) {
 void Connection::error_reply(HttpError error, HttpHeaders headers) {
   disarm_timer();
   phase_ = Phase::kErrorReply;
+  // The path, when the request line arrived before the error, says whose shape the error takes.
+  if (parser_) error.path = path_of(to_std(parser_->get().target()));
   parser_.reset();
   HttpResponse response = formatted(error);
   response.headers.insert(response.headers.end(), headers.begin(), headers.end());
@@ -340,7 +345,8 @@ void Connection::on_request() {
   HttpRequest request;
   request.method = to_std(req.method_string());
   request.target = to_std(req.target());
-  request.path = request.target.substr(0, request.target.find('?'));
+  request.path = path_of(request.target);
+  cur_path_ = request.path;
   for (const auto& field : req) request.headers.emplace_back(to_std(field.name_string()), to_std(field.value()));
   request.body = std::move(req.body());
   keep_alive_ = req.keep_alive() && !core_->stopping && !core_->draining;
@@ -359,9 +365,11 @@ void Connection::on_request() {
   try {
     core_->handler(std::move(request), make_exchange(core_->shared_from_this(), shared_from_this(), id));
   } catch (const std::exception& e) {
-    do_respond(id, formatted({.status = 500, .message = std::string("the request handler failed: ") + e.what()}));
+    do_respond(id, formatted({.status = 500,
+                              .message = std::string("the request handler failed: ") + e.what(),
+                              .path = cur_path_}));
   } catch (...) {
-    do_respond(id, formatted({.status = 500, .message = "the request handler failed"}));
+    do_respond(id, formatted({.status = 500, .message = "the request handler failed", .path = cur_path_}));
   }
 }
 

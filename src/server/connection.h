@@ -147,6 +147,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // The current request.
   uint64_t cur_id_ = 0;
+  std::string cur_path_;
   bool cur_gone_ = false;
   std::function<void()> gone_cb_;
   bool keep_alive_ = false;

@@ -57,10 +57,11 @@ struct HttpError {
   int status = 500;
   std::string message = {};  // one line saying what was wrong, with the limit when one was passed
   std::string code = {};     // a stable name for programs ("request_timeout"), "" when none
+  std::string path = {};     // the request's path when the layer read that far ("" for a refused connection)
 };
 
 // Turns such an error into the response the application's clients expect to read (the API layer
-// gives its own error shape). The layer sends it with the error's status and adds only what HTTP
+// gives each route's own error shape, by the path). The layer sends it with the error's status and adds only what HTTP
 // itself needs (Retry-After, Connection: close).
 using HttpErrorFormat = std::function<HttpResponse(const HttpError& error)>;
 

@@ -3,8 +3,8 @@
 // the same tokens as its OpenAI twin and answers greedily with the same text; system blocks; a
 // tool loop; tool_choice any / tool / none (inputs checked by `ajv` against input_schema); streams
 // put back together by the SDK equal to the whole message for the same seed; stop sequences;
-// count_tokens; thinking budgets on both APIs closing a think block; errors in Anthropic's shape;
-// x-api-key.
+// count_tokens; thinking budgets on both APIs closing a think block; errors in Anthropic's shape,
+// the HTTP layer's own (413) included; x-api-key.
 //
 //   node anthropic_client_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL
 import assert from 'node:assert/strict';
@@ -280,6 +280,32 @@ describe('thinking budgets', () => {
         assert.ok(reasoning >= 1 && reasoning <= limit + 2, `${JSON.stringify(fields)}: ${reasoning}`);
         assert.ok(answer.usage.completion_tokens > reasoning, 'the answer began after the block');
       }
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+});
+
+describe('the HTTP layer\'s own errors', () => {
+  test('a body over --max-body-bytes is a 413 the client reads as request_too_large', async () => {
+    const server = await startServer(kipp, instructModel, ['--max-body-bytes', '65536']);
+    try {
+      const request = { model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'word '.repeat(20000) }] };
+      await assert.rejects(anthropicFor(server).messages.create(request), (error) => {
+        assert.equal(error.status, 413);
+        assert.equal(error.error.type, 'error');
+        assert.equal(error.error.error.type, 'request_too_large');
+        assert.match(error.error.error.message, /65536/);
+        return true;
+      });
+      // The same limit on an OpenAI route answers in OpenAI's shape.
+      await assert.rejects(openaiFor(server).chat.completions.create({ model: MODEL, max_tokens: 2,
+        messages: [{ role: 'user', content: 'word '.repeat(20000) }] }), (error) => {
+        assert.equal(error.status, 413);
+        assert.equal(error.error.type, 'invalid_request_error');
+        assert.equal(error.code, 'request_too_large');
+        return true;
+      });
     } finally {
       assert.equal(await server.stop(), 0);
     }

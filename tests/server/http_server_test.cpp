@@ -593,27 +593,67 @@ TEST(HttpServer, TheErrorFormatShapesTheLayersOwnErrors) {
     HttpResponse response;
     response.status = 299;  // the error's status wins
     response.content_type = "application/x-test";
-    response.body = error.code + "|" + error.message;
+    response.body = error.code + "|" + error.path + "|" + error.message;
     return response;
   };
   TestServer srv(std::move(options), [](HttpRequest, std::shared_ptr<HttpExchange>) {
     throw std::runtime_error("boom");
   });
   ASSERT_TRUE(srv.ok()) << srv.error();
-  expect_malformed_answer(srv.port(), "application/x-test", "bad_request|malformed HTTP request");
+  expect_malformed_answer(srv.port(), "application/x-test", "bad_request||malformed HTTP request");
 
   ASSERT_TRUE(wait_until([&] { return srv.server().open_connections() == 0; }));  // the 400's connection
   Conn held(srv.port());
-  const auto failed = ask(held, get("/throws"));
+  const auto failed = ask(held, get("/throws?x=1"));
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed->status, 500);
-  EXPECT_EQ(failed->body, "|the request handler failed: boom");
+  EXPECT_EQ(failed->body, "|/throws|the request handler failed: boom");
   // `held` is the one connection allowed: the next is refused, Retry-After added by the layer.
   auto refused = fetch(srv.port(), get("/"));
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 503);
   EXPECT_EQ(refused->header("Retry-After"), "1");
-  EXPECT_EQ(refused->body.rfind("too_many_connections|", 0), 0u) << refused->body;
+  EXPECT_EQ(refused->body.rfind("too_many_connections||", 0), 0u) << refused->body;
+}
+
+// kipp serve's format: under /v1/messages the layer's own errors take Anthropic's shape, with
+// Anthropic's type for the status; elsewhere OpenAI's.
+TEST(HttpServer, TheLayersErrorsOnMessagesTakeAnthropicsShape) {
+  TestServer srv(test_limits(), echo);
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  const auto anthropic_error = [](const Reply& reply, const std::string& type, const std::string& mentions) {
+    const auto body = reply.json();
+    ASSERT_TRUE(body.is_object()) << reply.body;
+    EXPECT_EQ(body.value("type", ""), "error") << reply.body;
+    EXPECT_EQ(body["error"].value("type", ""), type) << reply.body;
+    EXPECT_NE(body["error"].value("message", "").find(mentions), std::string::npos) << reply.body;
+    EXPECT_FALSE(body["error"].contains("param")) << reply.body;
+    EXPECT_EQ(reply.header("Content-Type"), "application/json");
+  };
+  {
+    Conn c(srv.port());
+    ASSERT_TRUE(c.send("POST /v1/messages HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n"));
+    auto reply = c.read_reply();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 413);
+    anthropic_error(*reply, "request_too_large", "65536");
+  }
+  {
+    Conn c(srv.port());
+    c.send(get("/v1/messages/count_tokens?beta=true", "X-Big: " + std::string(8000, 'a') + "\r\n"));
+    auto reply = c.read_reply();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 431);
+    anthropic_error(*reply, "invalid_request_error", "4096");
+  }
+  {
+    Conn c(srv.port());
+    ASSERT_TRUE(c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n"));
+    auto reply = c.read_reply();
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 413);
+    expect_error_body(*reply, "invalid_request_error", "65536");
+  }
 }
 
 TEST(HttpServer, WithoutAnErrorFormatTheLayersErrorsArePlainText) {
