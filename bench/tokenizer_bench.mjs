@@ -1,6 +1,7 @@
 // Tokenizer throughput: Kipp (`kipp tokenize --bench`) against the reference (npm `tokenizers`,
 // the Hugging Face Rust library) on the same corpus in the same run, single thread, median of 5.
-// Also checks that both produce the same ids for the whole corpus.
+// Also checks that both produce the same ids for the whole corpus, and how Kipp's time grows with
+// pathological inputs (one character repeated to 1 MiB).
 // Usage: node bench/tokenizer_bench.mjs KIPP MODEL.gguf TOKENIZER_DIR CORPUS_OUT
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -80,4 +81,23 @@ console.log(`reference  ${referenceMbPerS.toFixed(2)} MB/s (median ${referenceSe
 console.log(`reference  ${referenceDocumentMbPerS.toFixed(2)} MB/s on ${documents.length} documents of ~8 KiB (median of 5)`);
 console.log(`ratio      ${(kippResult.mb_per_s / referenceMbPerS).toFixed(1)}x (whole corpus), ` +
             `${(kippResult.mb_per_s / referenceDocumentMbPerS).toFixed(1)}x (against the reference's per-document figure)`);
+
+// Scaling on pathological inputs: one unit repeated to 128 KiB and to 1 MiB. Eight times the text
+// should cost about eight times the time (a little more for the BPE's heap on one giant word); a
+// ratio far above that means quadratic behaviour somewhere between the added-token scan and the
+// merges. Kipp's own timing of its encode call (median of 5), so process start-up is left out.
+const units = [['one letter', 'a'], ['spaces', ' '], ['one emoji', '\u{1F600}'], ['digits', '7'],
+  ['alternating scripts', 'a\u0431\u4E2D\u0627\u03B1'], ['newlines and spaces', '\n \n  '],
+  ['combining marks', '\u0301\u0316'], ['apostrophes', "'"]];
+const repeatTo = (unit, size) => unit.repeat(Math.floor(size / Buffer.byteLength(unit, 'utf8')));
+const timeOf = (text, name) => {
+  const file = path.join(path.dirname(corpusPath), `scaling-${name}.txt`);
+  fs.writeFileSync(file, text);
+  return JSON.parse(execFileSync(kipp, ['tokenize', '--model', model, '--file', file, '--bench']).toString()).seconds;
+};
+console.log('\nscaling: 128 KiB -> 1 MiB of one repeated unit (8x the text)');
+for (const [name, unit] of units) {
+  const small = timeOf(repeatTo(unit, 128 << 10), 'small'), large = timeOf(repeatTo(unit, 1 << 20), 'large');
+  console.log(`${name.padEnd(20)} ${small.toFixed(4)} s -> ${large.toFixed(4)} s, ratio ${(large / small).toFixed(1)}`);
+}
 if (!same) process.exit(1);

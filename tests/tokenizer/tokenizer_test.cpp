@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -266,47 +265,6 @@ TEST(Tokenizer, EveryBuildFromTheDataHoldsEveryTokenAndMerge) {
   const auto again = built->encode(text);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again.value(), encode(text));
-}
-
-double median_seconds(const std::string& text, int runs) {
-  std::vector<double> seconds;
-  for (int run = 0; run < runs; ++run) {
-    EncodeWorkspace workspace;
-    const auto started = std::chrono::steady_clock::now();
-    auto ids = tokenizer().encode(text, workspace);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    EXPECT_TRUE(ids.ok());
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return seconds[seconds.size() / 2];
-}
-
-std::string repeat_to(std::string_view unit, size_t bytes) {
-  std::string out;
-  while (out.size() + unit.size() <= bytes) out += unit;
-  return out;
-}
-
-// 8x the input must cost about 8x the time: a ratio far above that means quadratic behaviour.
-TEST(Tokenizer, LinearTimeOnPathologicalInputs) {
-  const std::pair<const char*, std::string_view> units[] = {
-      {"one letter", "a"},
-      {"spaces", " "},
-      {"one emoji", "\xF0\x9F\x98\x80"},
-      {"digits", "7"},
-      {"alternating scripts", "a\xD0\xB1\xE4\xB8\xAD\xD8\xA7\xCE\xB1"},
-      {"newlines and spaces", "\n \n  "},
-      {"combining marks", "\xCC\x81\xCC\x96"},
-      {"apostrophes", "'"},
-  };
-  constexpr size_t kSmall = 128 << 10, kLarge = 1 << 20;
-  for (const auto& [name, unit] : units) {
-    const double small = median_seconds(repeat_to(unit, kSmall), 3);
-    const double large = median_seconds(repeat_to(unit, kLarge), 3);
-    const double ratio = large / std::max(small, 1e-6);
-    std::printf("%-20s 128 KiB %.4f s, 1 MiB %.4f s, ratio %.1f\n", name, small, large, ratio);
-    EXPECT_LT(ratio, 24.0) << name << ": 1 MiB took " << large << " s, 128 KiB " << small << " s";
-  }
 }
 
 }  // namespace
