@@ -630,30 +630,19 @@ TEST(HttpServer, TheLayersErrorsOnMessagesTakeAnthropicsShape) {
     EXPECT_FALSE(body["error"].contains("param")) << reply.body;
     EXPECT_EQ(reply.header("Content-Type"), "application/json");
   };
-  {
+  // One request on a connection of its own (the layer closes it after an error), and its answer.
+  const auto answer = [&](const std::string& request, int status) {
     Conn c(srv.port());
-    ASSERT_TRUE(c.send("POST /v1/messages HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n"));
+    c.send(request);
     auto reply = c.read_reply();
-    ASSERT_TRUE(reply);
-    EXPECT_EQ(reply->status, 413);
-    anthropic_error(*reply, "request_too_large", "65536");
-  }
-  {
-    Conn c(srv.port());
-    c.send(get("/v1/messages/count_tokens?beta=true", "X-Big: " + std::string(8000, 'a') + "\r\n"));
-    auto reply = c.read_reply();
-    ASSERT_TRUE(reply);
-    EXPECT_EQ(reply->status, 431);
-    anthropic_error(*reply, "invalid_request_error", "4096");
-  }
-  {
-    Conn c(srv.port());
-    ASSERT_TRUE(c.send("POST /v1/chat/completions HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n"));
-    auto reply = c.read_reply();
-    ASSERT_TRUE(reply);
-    EXPECT_EQ(reply->status, 413);
-    expect_error_body(*reply, "invalid_request_error", "65536");
-  }
+    EXPECT_TRUE(reply && reply->status == status) << request.substr(0, 40);
+    return reply ? *reply : Reply{};
+  };
+  const std::string too_long = "Host: t\r\nContent-Length: 100000\r\n\r\n";
+  anthropic_error(answer("POST /v1/messages HTTP/1.1\r\n" + too_long, 413), "request_too_large", "65536");
+  anthropic_error(answer(get("/v1/messages/count_tokens?beta=true", "X-Big: " + std::string(8000, 'a') + "\r\n"), 431),
+                  "invalid_request_error", "4096");
+  expect_error_body(answer("POST /v1/chat/completions HTTP/1.1\r\n" + too_long, 413), "invalid_request_error", "65536");
 }
 
 TEST(HttpServer, WithoutAnErrorFormatTheLayersErrorsArePlainText) {
