@@ -1,7 +1,7 @@
 // Tokenizer throughput: Kipp (`kipp tokenize --bench`) against the reference (npm `tokenizers`,
 // the Hugging Face Rust library) on the same corpus in the same run, single thread, median of 5.
 // Also checks that both produce the same ids for the whole corpus, and how Kipp's time grows with
-// pathological inputs (one character repeated to 1 MiB).
+// pathological inputs (one short unit repeated to 1 MiB).
 // Usage: node bench/tokenizer_bench.mjs KIPP MODEL.gguf TOKENIZER_DIR CORPUS_OUT
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -155,7 +155,8 @@ void Connection::do_abandon(uint64_t id) {
   if (closed_ || id != cur_id_) return;
   if (phase_ == Phase::kHandling) {
     gone_cb_ = nullptr;
-    do_respond(id, formatted({.status = 500, .message = "the request was dropped without a response", .path = cur_path_}));
+    do_respond(id,
+               formatted({.status = 500, .message = "the request was dropped without a response", .path = cur_path_}));
   } else if (phase_ == Phase::kStreaming && !finishing_) {
     gone_cb_ = nullptr;
     close_now();

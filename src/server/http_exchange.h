@@ -61,8 +61,8 @@ struct HttpError {
 };
 
 // Turns such an error into the response the application's clients expect to read (the API layer
-// gives each route's own error shape, by the path). The layer sends it with the error's status and adds only what HTTP
-// itself needs (Retry-After, Connection: close).
+// gives each route's own error shape, by the path). The layer sends it with the error's status
+// and adds only what HTTP itself needs (Retry-After, Connection: close).
 using HttpErrorFormat = std::function<HttpResponse(const HttpError& error)>;
 
 }  // namespace kipp::server

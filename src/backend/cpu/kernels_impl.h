@@ -116,8 +116,8 @@ float largest_lane(vf v) {
 }
 
 // Four vectors summed at once, each in reduce's tree (lanes i and i + 8, then i + 4, i + 2,
-// i + 1, the same additions in the same order, so the same bits), sharing the shuffles: the
-// scores of four positions.
+// i + 1, the same additions in the same order, so the same bits), sharing the shuffles: four
+// attention scores (any four accumulators of a token, head and position each).
 void reduce4(const vf* v, float* out) {
 #if KIPP_LANES == 16
   const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(v[0], v[1], 0x44), _mm512_shuffle_f32x4(v[0], v[1], 0xEE));
@@ -832,6 +832,9 @@ void prefetch_block(const AttentionArgs& a, size_t physical, uint32_t count, siz
   }
 }
 
+// The job of kernels.h's AttentionArgs for a group of T tokens: block by block over the chunk,
+// the next block prefetched; every token's scores, then each token's online softmax, then the
+// weighted V rows, each cached row widened once for the whole group.
 template <int T, class Rows>
 void attention_of(const AttentionArgs& a, const Rows& kv) {
   const AttentionToken* tokens = a.token;
