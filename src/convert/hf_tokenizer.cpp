@@ -19,28 +19,43 @@ struct AddedToken {
   bool special = false;
 };
 
+// A member compared against an expected name: absent or of another type, it is simply not that
+// name (nlohmann's value(key, "") would throw on a number there).
+std::string string_member(const json::Json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// An added token's `special` flag: absent is false; anything but a boolean is refused.
+Result<bool> special_flag(const json::Json& token, const std::string& what) {
+  auto it = token.find("special");
+  if (it == token.end()) return false;
+  if (!it->is_boolean()) return fail(what, ": special must be true or false, not ", it->dump());
+  return it->get<bool>();
+}
+
 Status check_pipeline(const json::Json& tokenizer) {
   const std::string what = "tokenizer.json";
   KIPP_ASSIGN(const json::Json* normalizer, json::field(tokenizer, "normalizer", what));
-  if (!normalizer->is_object() || normalizer->value("type", "") != "NFC")
+  if (!normalizer->is_object() || string_member(*normalizer, "type") != "NFC")
     return fail(what, ": normalizer is ", normalizer->dump(), ", expected NFC");
   KIPP_ASSIGN(const json::Json* pre, json::field(tokenizer, "pre_tokenizer", what));
   const json::Json* split = nullptr;
   bool byte_level = false;
-  if (pre->is_object() && pre->value("type", "") == "Sequence" && pre->contains("pretokenizers") &&
+  if (pre->is_object() && string_member(*pre, "type") == "Sequence" && pre->contains("pretokenizers") &&
       (*pre)["pretokenizers"].is_array()) {
     for (const auto& step : (*pre)["pretokenizers"]) {
       if (!step.is_object()) continue;
-      if (step.value("type", "") == "Split") split = &step;
-      if (step.value("type", "") == "ByteLevel") byte_level = true;
+      if (string_member(step, "type") == "Split") split = &step;
+      if (string_member(step, "type") == "ByteLevel") byte_level = true;
     }
   }
   const bool pattern_ok = split && split->contains("pattern") && (*split)["pattern"].is_object() &&
-                          (*split)["pattern"].value("Regex", "") == kQwen2SplitPattern;
+                          string_member((*split)["pattern"], "Regex") == kQwen2SplitPattern;
   if (!pattern_ok || !byte_level)
     return fail(what, ": pre_tokenizer is not the Qwen2 split regex followed by ByteLevel");
   KIPP_ASSIGN(const json::Json* model, json::field(tokenizer, "model", what));
-  if (!model->is_object() || model->value("type", "") != "BPE") return fail(what, ": model.type must be BPE");
+  if (!model->is_object() || string_member(*model, "type") != "BPE") return fail(what, ": model.type must be BPE");
   return {};
 }
 
@@ -94,7 +109,8 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
     for (const auto& token : *it) {
       KIPP_ASSIGN(uint64_t id, json::get_uint(token, "id", "tokenizer.json added_tokens"));
       KIPP_ASSIGN(std::string content, json::get_string(token, "content", "tokenizer.json added_tokens"));
-      added[id] = {content, token.value("special", false)};
+      KIPP_ASSIGN(bool special, special_flag(token, "tokenizer.json added_tokens"));
+      added[id] = {content, special};
     }
   }
   if (auto it = config.find("added_tokens_decoder"); it != config.end()) {
@@ -106,7 +122,8 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
       if (key.empty() || error != std::errc() || end != key.data() + key.size())
         return fail("tokenizer_config.json: added_tokens_decoder key \"", key, "\" is not a token id");
       KIPP_ASSIGN(std::string content, json::get_string(token, "content", "tokenizer_config.json added token " + key));
-      added[id] = {content, token.is_object() && token.value("special", false)};
+      KIPP_ASSIGN(bool special, special_flag(token, "tokenizer_config.json added token " + key));
+      added[id] = {content, special};
     }
   }
   for (auto& [id, token] : added) {

@@ -9,10 +9,14 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "convert/converter.h"
+#include "convert/hf_tokenizer.h"
 #include "model/artifact_layout.h"
 #include "model/model_file.h"
 #include "synthetic_checkpoint.h"
@@ -156,6 +160,42 @@ TEST(Convert, RejectsATokenizerWithAnotherPreTokenizer) {
   const std::string dir = mutable_source("pretok");
   edit_json(dir + "/tokenizer.json", [](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; });
   expect_error(convert(dir, dir + "/../out.gguf"), "pre_tokenizer is not the Qwen2 split regex");
+}
+
+TEST(Convert, RejectsMistypedTokenizerFieldsAsErrors) {
+  // A number where a name or a flag belongs made nlohmann's value() throw out of the converter,
+  // ending kipp convert and kipp pull (reproduced with kipp_fuzz_convert_readers).
+  // The family's pipeline around a three-token vocabulary: every part the converter reads.
+  const json family = json::parse(read_text_file(testing::tokenizer_dir() + "/tokenizer.json", 1ull << 30).value());
+  const json tokenizer = {
+      {"normalizer", family["normalizer"]},
+      {"pre_tokenizer", family["pre_tokenizer"]},
+      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}},
+      {"added_tokens", {{{"id", 151645}, {"content", "<|im_end|>"}, {"special", true}}}}};
+  const json config = {{"eos_token", "<|im_end|>"},
+                       {"added_tokens_decoder", {{"151643", {{"content", "<|endoftext|>"}, {"special", true}}}}}};
+  const Checkpoint& tiny = *find_checkpoint("kipp-test/qwen3-tiny");
+  ASSERT_TRUE(convert_hf_tokenizer(tokenizer.dump(), config.dump(), tiny).ok());
+  auto expect_refused = [&](const json& tok, const json& conf, const std::string& fragment) {
+    auto converted = convert_hf_tokenizer(tok.dump(), conf.dump(), tiny);
+    ASSERT_FALSE(converted.ok()) << "expected an error containing: " << fragment;
+    EXPECT_NE(converted.error().message.find(fragment), std::string::npos) << converted.error().message;
+  };
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> tokenizer_edits = {
+      {[](json& tok) { tok["normalizer"]["type"] = 7; }, "expected NFC"},
+      {[](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["type"] = 1; }, "not the Qwen2 split regex"},
+      {[](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = 5; }, "not the Qwen2 split regex"},
+      {[](json& tok) { tok["model"]["type"] = json::array(); }, "model.type must be BPE"},
+      {[](json& tok) { tok["added_tokens"][0]["special"] = 1; }, "added_tokens: special must be true or false, not 1"},
+  };
+  for (const auto& [edit, message] : tokenizer_edits) {
+    json edited = tokenizer;
+    edit(edited);
+    expect_refused(edited, config, message);
+  }
+  json edited_config = config;
+  edited_config["added_tokens_decoder"]["151643"]["special"] = "yes";
+  expect_refused(tokenizer, edited_config, "added token 151643: special must be true or false");
 }
 
 TEST(Convert, MergesAddedTokensFromTokenizerConfig) {
