@@ -23,8 +23,9 @@ build: deps
 asan: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja $(LAUNCHER) -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DKIPP_SANITIZE=ON -DKIPP_FUZZ=ON -DKIPP_WERROR=ON
-	cmake --build $(ASAN_DIR) -j$(JOBS) --target kipp_unit_tests kipp_fuzz_gguf kipp_tokenizer_tests kipp_fuzz_tokenizer kipp_http_tests \
-	  kipp_grammar_tests
+	cmake --build $(ASAN_DIR) -j$(JOBS) --target kipp_unit_tests kipp_tokenizer_tests kipp_http_tests kipp_grammar_tests \
+	  kipp_fuzz_gguf kipp_fuzz_tokenizer kipp_fuzz_json_schema kipp_fuzz_regex kipp_fuzz_gbnf kipp_fuzz_api_request \
+	  kipp_fuzz_convert_readers
 
 # Everything under one ctest run: the main build's tests plus the sanitizer build's.
 test: deps asan

@@ -2,15 +2,36 @@
 # sanitizer build made with KIPP_FUZZ=ON: runs its fuzzers for a bounded time as ctest tests.
 # Each run starts from a fresh writable corpus under this build tree (the seeds stay read-only
 # in the sanitizer build); any crash, sanitizer report, leak, timeout or RSS blow-up fails it.
+# (fuzz.tokenizer is registered beside its fuzzer, in tests/tokenizer.)
 
-set(KIPP_FUZZ_SECONDS 60 CACHE STRING "Seconds each ctest fuzz.* test fuzzes for")
+# kipp_fuzz_test(<name> <default seconds> [MAX_LEN <bytes>]): the test fuzz.<name>, running
+# kipp_fuzz_<name> from seeds/<name> for KIPP_FUZZ_SECONDS_<NAME> seconds (a cache variable, so a
+# machine with time to spare can fuzz longer: -DKIPP_FUZZ_SECONDS_JSON_SCHEMA=600).
+function(kipp_fuzz_test name default_seconds)
+  cmake_parse_arguments(arg "" "MAX_LEN" "" ${ARGN})
+  string(TOUPPER ${name} upper)
+  set(seconds_var KIPP_FUZZ_SECONDS_${upper})
+  set(${seconds_var} ${default_seconds} CACHE STRING "Seconds the ctest test fuzz.${name} fuzzes for")
+  set(options)
+  if(arg_MAX_LEN)
+    list(APPEND options -DMAX_LEN=${arg_MAX_LEN})
+  endif()
+  add_test(NAME fuzz.${name}
+    COMMAND ${CMAKE_COMMAND}
+            -DFUZZER=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/kipp_fuzz_${name}
+            -DSEEDS=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/seeds/${name}
+            -DWORK_DIR=${CMAKE_BINARY_DIR}/fuzz/${name}
+            -DSECONDS=${${seconds_var}} ${options}
+            -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run_fuzz.cmake)
+  # Room beyond the fuzzing for loading the corpus and for writing a reproducer.
+  math(EXPR timeout "${${seconds_var}} + 120")
+  set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${timeout})
+endfunction()
 
-add_test(NAME fuzz.gguf
-  COMMAND ${CMAKE_COMMAND}
-          -DFUZZER=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/kipp_fuzz_gguf
-          -DSEEDS=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/seeds/gguf
-          -DWORK_DIR=${CMAKE_BINARY_DIR}/fuzz/gguf
-          -DSECONDS=${KIPP_FUZZ_SECONDS}
-          -P ${CMAKE_CURRENT_LIST_DIR}/run_fuzz.cmake)
-math(EXPR _kipp_fuzz_timeout "${KIPP_FUZZ_SECONDS} + 120")
-set_tests_properties(fuzz.gguf PROPERTIES LABELS fuzz TIMEOUT ${_kipp_fuzz_timeout})
+kipp_fuzz_test(gguf 60)
+kipp_fuzz_test(json_schema 30)
+# Patterns and grammars are short texts: shorter inputs keep the mutations on their syntax.
+kipp_fuzz_test(regex 30 MAX_LEN 16384)
+kipp_fuzz_test(gbnf 30 MAX_LEN 16384)
+kipp_fuzz_test(api_request 30)
+kipp_fuzz_test(convert_readers 30)

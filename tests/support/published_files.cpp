@@ -18,6 +18,8 @@ using OrderedJson = nlohmann::ordered_json;  // keys in file order
 
 constexpr uint64_t kTokenizerBytes = 32ull << 20;
 
+}  // namespace
+
 // config.json: json.dumps(config, indent=2, sort_keys=True), + "\n" in the Base repositories.
 std::string config_json(const Checkpoint& c, ConfigForm form) {
   Json config;
@@ -49,6 +51,8 @@ std::string config_json(const Checkpoint& c, ConfigForm form) {
   config["vocab_size"] = c.vocab();
   return config.dump(2) + (form == ConfigForm::base ? "\n" : "");
 }
+
+namespace {
 
 // The three published generation_config.json files (no final newline in any).
 std::string generation_config_json(GenerationConfigForm form) {

@@ -25,6 +25,9 @@ struct PublishedSources {
   std::string license_text;   // Debian's /usr/share/common-licenses/Apache-2.0 (the LICENSE with its copyright line left open)
 };
 
+// config.json of a checkpoint with `dims`' sizes, in the published form's bytes.
+std::string config_json(const Checkpoint& dims, ConfigForm form);
+
 // File name -> content for every file of the layout except the safetensors and their index.
 // `dims` supplies the sizes written into config.json (a kipp-test entry's, for a tiny replica).
 Result<std::map<std::string, std::string>> published_small_files(const Checkpoint& dims, const PublishedLayout& layout,

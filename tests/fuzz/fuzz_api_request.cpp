@@ -1,0 +1,50 @@
+// libFuzzer target: the request bodies of both APIs, the first thing every client's bytes reach.
+// The first byte picks the reader ('0' OpenAI chat completions, '1' completions, '2' Anthropic
+// messages, '3' Anthropic count_tokens), the rest is the body, read with the server's default
+// limits. Whatever it accepts goes on as the server takes it: chat prompts are rendered for each
+// chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked.
+#include <cstdint>
+#include <variant>
+
+#include "engine/chat_template.h"
+#include "fuzz_support.h"
+#include "registry/registry.h"
+#include "server/anthropic_request.h"
+#include "server/api_request.h"
+
+namespace {
+
+using kipp::server::ApiError;
+using kipp::server::ApiRequest;
+using kipp::server::Endpoint;
+
+std::variant<ApiRequest, ApiError> read_body(size_t route, std::string_view body) {
+  kipp::server::ApiLimits limits;
+  limits.vocab = kipp::family::vocab;  // kipp serve sets it from the model's tokenizer
+  switch (route) {
+    case 0: return kipp::server::parse_api_request(Endpoint::chat, body, limits);
+    case 1: return kipp::server::parse_api_request(Endpoint::completions, body, limits);
+    case 2: return kipp::server::parse_anthropic_request(body, limits, /*count_tokens=*/false);
+    default: return kipp::server::parse_anthropic_request(body, limits, /*count_tokens=*/true);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  kipp::fuzz::Routed input;
+  if (!kipp::fuzz::split_route(data, size, 4, input)) return 0;
+  auto parsed = read_body(input.route, input.body);
+  auto* request = std::get_if<ApiRequest>(&parsed);
+  if (!request) return 0;
+
+  if (request->endpoint != Endpoint::completions) {
+    kipp::ChatOptions options;  // as ApiServer::prompts_for renders
+    options.enable_thinking = request->enable_thinking.value_or(true);
+    for (const kipp::ChatTool& tool : request->tools) options.tools.push_back(tool.line);
+    for (kipp::Variant variant : {kipp::Variant::instruct, kipp::Variant::instruct_2507, kipp::Variant::thinking_2507})
+      (void)kipp::render_chat(variant, request->messages, options);
+  }
+  if (request->structured) kipp::fuzz::walk_grammar(*request->structured->grammar, input.body);
+  return 0;
+}
