@@ -51,6 +51,7 @@ struct Scheduler::Request {
   RequestReport report;
   Clock::time_point submitted, admitted, first_token;
   bool has_first_token = false;
+  uint32_t overtaken = 0;  // requests admitted past it while it was the oldest waiting
 };
 
 Result<std::unique_ptr<Scheduler>> Scheduler::create(BackendModel& model, const Tokenizer& tokenizer,
@@ -191,21 +192,36 @@ void Scheduler::cancel_abandoned() {
   }
 }
 
+// Requests are taken in the order they came. One that does not fit yet (its reservation is more
+// than the pool or the batch has room for now) keeps its place, and those behind it that fit go
+// first: a request that asks for much waits, and never holds up smaller ones. So that it cannot
+// wait for ever either, once kMaxOvertakes requests have gone past the oldest one waiting, none
+// goes past it until it is in (the running ones finish and make its room).
 void Scheduler::admit() {
   uint32_t sequences = 0;
   for (const auto& request : running_) sequences += uint32_t(request->sequences.size());
-  while (true) {
+  // Only this thread takes from waiting_ (submit appends), so the places before `place` stay put.
+  for (size_t place = 0;;) {
     std::unique_ptr<Request> request;
     {
       std::lock_guard lock(mutex_);
-      if (waiting_.empty() || sequences + waiting_.front()->spec.n > options_.max_sequences) break;
-      request = std::move(waiting_.front());
-      waiting_.pop_front();
+      if (place >= waiting_.size() || (place > 0 && waiting_.front()->overtaken >= kMaxOvertakes)) break;
+      if (sequences + waiting_[place]->spec.n > options_.max_sequences) {
+        ++place;
+        continue;
+      }
+      request = std::move(waiting_[place]);
+      waiting_.erase(waiting_.begin() + long(place));
     }
-    if (!try_admit(*request)) {  // does not fit the pool yet: it stays first in line
+    if (!try_admit(*request)) {  // does not fit the pool yet: it keeps its place
       std::lock_guard lock(mutex_);
-      waiting_.push_front(std::move(request));
-      break;
+      waiting_.insert(waiting_.begin() + long(place), std::move(request));
+      ++place;
+      continue;
+    }
+    if (place > 0) {
+      std::lock_guard lock(mutex_);
+      ++waiting_.front()->overtaken;
     }
     sequences += request->spec.n;
     running_.push_back(std::move(request));

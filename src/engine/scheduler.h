@@ -156,6 +156,8 @@ class Scheduler {
   void step();
   void cancel_abandoned();
   void admit();
+  // How many requests may be admitted past the oldest waiting one (see admit()).
+  static constexpr uint32_t kMaxOvertakes = 64;
   bool try_admit(Request& request);
   void start_siblings(Request& request);
   void evaluate();

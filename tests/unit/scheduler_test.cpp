@@ -575,6 +575,36 @@ TEST_F(SchedulerTest, ATinyPoolDelaysAdmissionButEveryAnswerIsRight) {
   expect_pool_idle();
 }
 
+// Admission is fair: a request that does not fit yet keeps its place and waits, and a smaller one
+// behind it that fits goes first instead of waiting behind it (issue 32). Both answers are right.
+TEST_F(SchedulerTest, ARequestThatDoesNotFitYetHoldsUpNoSmallerOne) {
+  // 6 blocks of 32 positions; the running request holds 3 of them.
+  start({.pool_blocks = 6, .max_sequences = 8, .max_waiting = 8, .step_tokens = 64});
+  std::mt19937 rng(5);
+  auto running = submit_holding(greedy(random_prompt(rng, 60), 8), HoldAt::first_update);  // 68 positions
+  const CompletionRequest big = greedy(random_prompt(rng, 150), 8);    // 158 positions: 5 blocks
+  const CompletionRequest small = greedy(random_prompt(rng, 30), 8);   // 38 positions: 2 blocks
+  auto big_updates = std::make_shared<std::atomic<uint32_t>>(0);
+  auto big_updates_when_small_began = std::make_shared<std::atomic<int64_t>>(-1);
+  CompletionRequest big_request = big;
+  big_request.on_update = [big_updates](const ChoiceUpdate&) { ++*big_updates; };
+  CompletionRequest small_request = small;
+  small_request.on_update = [big_updates, big_updates_when_small_began](const ChoiceUpdate&) {
+    int64_t unset = -1;
+    big_updates_when_small_began->compare_exchange_strong(unset, big_updates->load());
+  };
+  auto big_outcome = submit(big_request);
+  auto small_outcome = submit(small_request);
+  hold_.release();
+  running.get();
+  const Outcome small_done = small_outcome.get(), big_done = big_outcome.get();
+  // Under first-come-first-served the small one would have waited for all of the big one.
+  EXPECT_EQ(big_updates_when_small_began->load(), 0) << "the small request began only after the big one had";
+  EXPECT_EQ(small_done.text[0], alone(small).text);
+  EXPECT_EQ(big_done.text[0], alone(big).text);
+  expect_pool_idle();
+}
+
 TEST_F(SchedulerTest, ACancelledRequestEndsAndOthersAreUntouched) {
   start({.pool_blocks = 64, .max_sequences = 8, .max_waiting = 8, .step_tokens = 64});
   std::mt19937 rng(9);
