@@ -84,7 +84,10 @@ void Connection::close_now() {
   write_timer_.cancel();
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
-  if (!writing_) outq_.clear();
+  if (!writing_) {
+    outq_.clear();
+    queued_bytes_ = 0;
+  }
   buffer_.consume(buffer_.size());
   core_->connections.erase(key_);
   if (counted_) {
@@ -130,6 +133,10 @@ void Connection::do_start_stream(uint64_t id, int status, const std::string& con
 
 void Connection::do_write(uint64_t id, std::string data) {
   if (closed_ || id != cur_id_ || phase_ != Phase::kStreaming || finishing_ || data.empty()) return;
+  if (queued_bytes_ > core_->limits.max_queued_bytes) {
+    close_now();  // it reads slower than the stream comes: gone, so the request stops too
+    return;
+  }
   enqueue(chunked_ ? framed_chunk(data) : std::move(data));
   pump();
 }
@@ -468,13 +475,17 @@ void Connection::on_written(error_code ec) {
   write_timer_.cancel();
   if (closed_) {
     outq_.clear();
+    queued_bytes_ = 0;
     return;
   }
   if (ec) {
     close_now();
     return;
   }
-  for (size_t i = 0; i < in_flight_ && !outq_.empty(); ++i) outq_.pop_front();
+  for (size_t i = 0; i < in_flight_ && !outq_.empty(); ++i) {
+    queued_bytes_ -= outq_.front().size();
+    outq_.pop_front();
+  }
   in_flight_ = 0;
   pump();
 }

@@ -119,7 +119,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Probe probe();
   void start_watch();
   void stop_watch();
-  void enqueue(std::string bytes) { outq_.push_back(std::move(bytes)); }
+  void enqueue(std::string bytes) {
+    queued_bytes_ += bytes.size();
+    outq_.push_back(std::move(bytes));
+  }
   void pump();
   void on_written(boost::system::error_code ec);
   void on_drained(After next);
@@ -161,6 +164,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Rendered pieces (http_framing.h) waiting to go out, in order.
   std::deque<std::string> outq_;
+  size_t queued_bytes_ = 0;  // over outq_
   std::vector<boost::asio::const_buffer> gather_;
   size_t in_flight_ = 0;
   bool writing_ = false;

@@ -22,6 +22,9 @@ struct HttpLimits {
   std::chrono::milliseconds request_timeout{30000};  // a whole request must arrive within: 408
   std::chrono::milliseconds idle_timeout{60000};     // keep-alive connection with no request: closed
   std::chrono::milliseconds write_timeout{30000};    // a client that stops reading: closed
+  // Bytes of a stream waiting to go out to a client that reads slower than they come (a streamed
+  // answer's events): beyond, the client is dropped as gone rather than buffered for ever.
+  size_t max_queued_bytes = 4 * 1024 * 1024;
 };
 
 struct HttpServerOptions {

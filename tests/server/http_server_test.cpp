@@ -955,10 +955,12 @@ HttpHandler flood(Workers& workers, std::atomic<bool>& gone, std::atomic<size_t>
 }
 
 TEST(HttpServer, ClientThatStopsReadingBlocksNoOtherClient) {
+  auto limits = test_limits();
+  limits.max_queued_bytes = 64 * 1024 * 1024;  // the whole flood may wait: it stays stuck
   std::atomic<bool> gone{false};
   std::atomic<size_t> written{0};
   Workers workers;  // declared after what its threads touch, so it joins them before those go
-  TestServer srv(test_limits(), flood(workers, gone, written));  // write_timeout 10 s: it stays stuck
+  TestServer srv(limits, flood(workers, gone, written));  // write_timeout 10 s: it stays stuck
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn stuck(srv.port(), 4096);
   ASSERT_TRUE(stuck.send(get("/flood")));
@@ -985,6 +987,22 @@ TEST(HttpServer, ClientThatStopsReadingIsDropped) {
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn stuck(srv.port(), 4096);
   ASSERT_TRUE(stuck.send(get("/flood")));
+  EXPECT_TRUE(wait_until([&] { return gone.load(); }, 5000ms));
+  EXPECT_TRUE(wait_until([&] { return srv.server().open_connections() == 0; }));
+  EXPECT_TRUE(stuck.closed_within(5000ms));
+}
+
+TEST(HttpServer, ClientThatFallsBehindTheQueueCapIsDroppedBeforeTheWriteTimeout) {
+  auto limits = test_limits();  // write_timeout 10 s: only the byte cap can drop it in time
+  limits.max_queued_bytes = 256 * 1024;
+  std::atomic<bool> gone{false};
+  std::atomic<size_t> written{0};
+  Workers workers;  // declared after what its threads touch, so it joins them before those go
+  TestServer srv(limits, flood(workers, gone, written));
+  ASSERT_TRUE(srv.ok()) << srv.error();
+  Conn stuck(srv.port(), 4096);
+  ASSERT_TRUE(stuck.send(get("/flood")));
+  // Well before the write timeout could: the cap dropped it.
   EXPECT_TRUE(wait_until([&] { return gone.load(); }, 5000ms));
   EXPECT_TRUE(wait_until([&] { return srv.server().open_connections() == 0; }));
   EXPECT_TRUE(stuck.closed_within(5000ms));
