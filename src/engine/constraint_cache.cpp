@@ -14,14 +14,21 @@ Result<std::shared_ptr<grammar::TokenMasks>> ConstraintCache::masks_for(const gr
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->first == digest) {
       entries_.splice(entries_.begin(), entries_, it);
+      while (entries_.size() > 1 && memory_bytes() > max_bytes_) entries_.pop_back();
       return entries_.front().second;
     }
   KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(grammar));
   if (!trie_) trie_ = constrained_vocabulary(tokenizer_);
   auto masks = std::make_shared<grammar::TokenMasks>(std::move(automaton), trie_);
   entries_.emplace_front(digest, masks);
-  if (entries_.size() > kMaxGrammars) entries_.pop_back();
+  while (entries_.size() > 1 && (entries_.size() > kMaxGrammars || memory_bytes() > max_bytes_)) entries_.pop_back();
   return masks;
+}
+
+size_t ConstraintCache::memory_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [digest, masks] : entries_) bytes += masks->memory_bytes();
+  return bytes;
 }
 
 }  // namespace kipp

@@ -1,7 +1,8 @@
 // Constraints ready to run, by grammar: the vocabulary trie is built once per tokenizer, and the
 // automaton and token sets of a grammar once per distinct grammar (by its digest), so a schema
 // sent with every request is compiled to a matcher once and its token sets are reused across
-// requests. Not thread-safe: the server's scheduler thread owns its cache.
+// requests. Bounded in count and in bytes. Not thread-safe: the server's scheduler thread owns its
+// cache.
 #pragma once
 
 #include <list>
@@ -23,15 +24,23 @@ std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer
 class ConstraintCache {
  public:
   // The trie is built on first use: a server that is never sent a grammar never pays for it.
-  explicit ConstraintCache(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  explicit ConstraintCache(const Tokenizer& tokenizer, size_t max_bytes = kMaxBytes)
+      : tokenizer_(tokenizer), max_bytes_(max_bytes) {}
 
   Result<std::shared_ptr<grammar::TokenMasks>> masks_for(const grammar::Grammar& grammar);
 
   size_t size() const { return entries_.size(); }
-  static constexpr size_t kMaxGrammars = 32;  // the least recently used goes first
+  // Bytes the cached grammars hold now (they grow as they are used).
+  size_t memory_bytes() const;
+  // The least recently used goes first, past either bound. The bytes are checked whenever a grammar
+  // is asked for; one in use by a request stays alive with it, and is bounded by its automaton's
+  // own limits.
+  static constexpr size_t kMaxGrammars = 32;
+  static constexpr size_t kMaxBytes = size_t(1) << 30;
 
  private:
   const Tokenizer& tokenizer_;
+  size_t max_bytes_;
   std::shared_ptr<const grammar::TokenTrie> trie_;
   std::list<std::pair<std::string, std::shared_ptr<grammar::TokenMasks>>> entries_;  // most recent first
 };

@@ -1,7 +1,6 @@
 #include "grammar/grammar.h"
 
 #include <algorithm>
-#include <functional>
 
 #include "util/sha256.h"
 
@@ -65,6 +64,8 @@ RuleId GrammarBuilder::declare(std::string_view name) {
 }
 
 void GrammarBuilder::set_alternatives(RuleId rule, std::vector<Sequence> alternatives) {
+  for (const Sequence& sequence : grammar_.rules[rule].alternatives) item_count_ -= sequence.size();
+  for (const Sequence& sequence : alternatives) item_count_ += sequence.size();
   grammar_.rules[rule].alternatives = std::move(alternatives);
   defined_[rule] = true;
 }
@@ -75,13 +76,16 @@ RuleId GrammarBuilder::add(std::string_view name, std::vector<Sequence> alternat
   return rule;
 }
 
+Status GrammarBuilder::check_item_count() const {
+  if (item_count_ > kMaxGrammarItems)
+    return fail("the grammar has ", item_count_, " items, more than the limit of ", kMaxGrammarItems);
+  return {};
+}
+
 Item GrammarBuilder::bytes(const ByteSet& set) {
-  auto found = std::find(grammar_.byte_sets.begin(), grammar_.byte_sets.end(), set);
-  if (found == grammar_.byte_sets.end()) {
-    grammar_.byte_sets.push_back(set);
-    found = grammar_.byte_sets.end() - 1;
-  }
-  return {ItemKind::bytes, uint32_t(found - grammar_.byte_sets.begin())};
+  const auto [found, added] = byte_set_ids_.try_emplace(set, uint32_t(grammar_.byte_sets.size()));
+  if (added) grammar_.byte_sets.push_back(set);
+  return {ItemKind::bytes, found->second};
 }
 
 Item GrammarBuilder::permutation(Permutation permutation) {
@@ -250,6 +254,83 @@ Result<Grammar> GrammarBuilder::finish(RuleId root) && {
   return std::move(grammar_);
 }
 
+std::vector<bool> least_rule_set(const Grammar& g, const RuleSetTest& test) {
+  std::vector<bool> in(g.rules.size(), false);
+  // Per alternative, its rule and how many of its items do not hold yet; an alternative waits on
+  // each rule it calls (once per call) and on the rules of each permutation that does not hold.
+  struct Alternative {
+    RuleId rule;
+    size_t pending;
+  };
+  struct PermutationUse {
+    uint32_t alternative;
+    uint32_t permutation;
+    bool holds;
+  };
+  std::vector<Alternative> alternatives;
+  std::vector<PermutationUse> uses;
+  std::vector<std::vector<uint32_t>> calls_waiting(g.rules.size());  // rule -> alternatives
+  std::vector<std::vector<uint32_t>> uses_waiting(g.rules.size());   // rule -> permutation uses
+  std::vector<RuleId> joined;
+  const auto join = [&](RuleId rule) {
+    if (in[rule]) return;
+    in[rule] = true;
+    joined.push_back(rule);
+  };
+  for (size_t r = 0; r < g.rules.size(); ++r)
+    for (const Sequence& sequence : g.rules[r].alternatives) {
+      const uint32_t id = uint32_t(alternatives.size());
+      size_t pending = 0;
+      for (const Item& item : sequence) {
+        if (item.kind == ItemKind::bytes) {
+          pending += !test.bytes(g.byte_sets[item.index]);  // never holds later
+        } else if (item.kind == ItemKind::rule) {
+          ++pending;
+          calls_waiting[item.index].push_back(id);
+        } else if (!test.permutation(g.permutations[item.index], in)) {
+          ++pending;
+          const Permutation& p = g.permutations[item.index];
+          const uint32_t use = uint32_t(uses.size());
+          uses.push_back({id, item.index, false});
+          for (const Permutation::Member& m : p.members) uses_waiting[m.rule].push_back(use);
+          if (p.additional) uses_waiting[*p.additional].push_back(use);
+          uses_waiting[p.separator].push_back(use);
+        }
+      }
+      alternatives.push_back({RuleId(r), pending});
+      if (pending == 0) join(RuleId(r));
+    }
+  while (!joined.empty()) {
+    const RuleId rule = joined.back();
+    joined.pop_back();
+    for (uint32_t id : calls_waiting[rule])
+      if (--alternatives[id].pending == 0) join(alternatives[id].rule);
+    for (uint32_t use_id : uses_waiting[rule]) {
+      PermutationUse& use = uses[use_id];
+      if (use.holds || !test.permutation(g.permutations[use.permutation], in)) continue;
+      use.holds = true;
+      if (--alternatives[use.alternative].pending == 0) join(alternatives[use.alternative].rule);
+    }
+  }
+  return in;
+}
+
+bool permutation_productive(const Permutation& p, const std::vector<bool>& productive) {
+  for (const Permutation::Member& m : p.members)
+    if (m.required && !productive[m.rule]) return false;
+  if (p.min_members == 0) return true;
+  // Enough members must be able to end; the separator too when there are two or more.
+  uint32_t able = 0;
+  for (const Permutation::Member& m : p.members) able += productive[m.rule];
+  const bool additional = p.additional && productive[*p.additional];
+  return (additional || able >= p.min_members) && (p.min_members <= 1 || productive[p.separator]);
+}
+
+std::vector<bool> productive_rules(const Grammar& grammar) {
+  return least_rule_set(grammar, {.bytes = [](const ByteSet& set) { return !set.empty(); },
+                                  .permutation = permutation_productive});
+}
+
 Status check(const Grammar& g) {
   if (g.root >= g.rules.size()) return fail("the root rule ", g.root, " does not exist");
   if (g.item_count() > kMaxGrammarItems)
@@ -282,37 +363,31 @@ Status check(const Grammar& g) {
     if (p.additional) KIPP_TRY(check_rule(*p.additional, "a permutation"));
   }
 
-  // Nullable rules, to a fixed point.
-  std::vector<bool> nullable(g.rules.size(), false);
+  // Nullable rules: a permutation is nullable when it may have no member at all.
+  const auto permutation_nullable = [](const Permutation& p) {
+    return p.min_members == 0 && std::none_of(p.members.begin(), p.members.end(), [](const auto& m) { return m.required; });
+  };
+  const std::vector<bool> nullable =
+      least_rule_set(g, {.bytes = [](const ByteSet&) { return false; },
+                         .permutation = [&](const Permutation& p, const std::vector<bool>&) { return permutation_nullable(p); }});
   const auto item_nullable = [&](const Item& item) {
     switch (item.kind) {
       case ItemKind::bytes: return false;
       case ItemKind::rule: return bool(nullable[item.index]);
-      case ItemKind::permutation: {
-        const Permutation& p = g.permutations[item.index];
-        return p.min_members == 0 &&
-               std::none_of(p.members.begin(), p.members.end(), [](const auto& m) { return m.required; });
-      }
+      case ItemKind::permutation: return permutation_nullable(g.permutations[item.index]);
     }
     return false;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < g.rules.size(); ++r) {
-      if (nullable[r]) continue;
-      for (const Sequence& alternative : g.rules[r].alternatives)
-        if (std::all_of(alternative.begin(), alternative.end(), item_nullable)) {
-          nullable[r] = changed = true;
-          break;
-        }
-    }
-  }
   for (const Permutation& p : g.permutations) {
     for (const Permutation::Member& m : p.members)
       if (nullable[m.rule]) return fail("permutation member '", g.rules[m.rule].name, "' can match nothing");
     if (p.additional && nullable[*p.additional])
       return fail("permutation member '", g.rules[*p.additional].name, "' can match nothing");
   }
+
+  // Found here, before any work: a constraint that no text completes would only fail at its end.
+  if (!productive_rules(g)[g.root])
+    return fail("the grammar matches no text at all (rule '", g.rules[g.root].name, "' can never be completed)");
 
   // Left calls: rule -> the rules it may call before consuming a byte.
   std::vector<std::vector<RuleId>> left_calls(g.rules.size());
@@ -327,29 +402,39 @@ Status check(const Grammar& g) {
         }
         if (!item_nullable(item)) break;
       }
-  // A cycle in left calls is left recursion: depth-first search with colours.
+  // A cycle in left calls is left recursion: depth-first search with colours, its path kept on a
+  // stack of its own (a chain of many rules must not exhaust the thread's).
   std::vector<uint8_t> colour(g.rules.size(), 0);  // 0 new, 1 on the path, 2 done
-  std::vector<RuleId> path;
-  std::string cycle;
-  const std::function<bool(RuleId)> visit = [&](RuleId r) {
-    colour[r] = 1;
-    path.push_back(r);
-    for (RuleId next : left_calls[r]) {
-      if (colour[next] == 1) {
-        auto start = std::find(path.begin(), path.end(), next);
-        for (auto it = start; it != path.end(); ++it) cycle += g.rules[*it].name + " -> ";
-        cycle += g.rules[next].name;
-        return true;
-      }
-      if (colour[next] == 0 && visit(next)) return true;
-    }
-    path.pop_back();
-    colour[r] = 2;
-    return false;
+  struct Step {
+    RuleId rule;
+    size_t next;  // the index in left_calls[rule] to follow next
   };
-  for (size_t r = 0; r < g.rules.size(); ++r)
-    if (colour[r] == 0 && visit(RuleId(r)))
-      return fail("the grammar is left recursive (", cycle, " before any character): rewrite it with repetition");
+  std::vector<Step> path;
+  for (size_t start = 0; start < g.rules.size(); ++start) {
+    if (colour[start] != 0) continue;
+    colour[start] = 1;
+    path.push_back({RuleId(start), 0});
+    while (!path.empty()) {
+      Step& step = path.back();
+      if (step.next == left_calls[step.rule].size()) {
+        colour[step.rule] = 2;
+        path.pop_back();
+        continue;
+      }
+      const RuleId next = left_calls[step.rule][step.next++];
+      if (colour[next] == 1) {
+        std::string cycle;
+        auto on_path = std::find_if(path.begin(), path.end(), [&](const Step& s) { return s.rule == next; });
+        for (; on_path != path.end(); ++on_path) cycle += g.rules[on_path->rule].name + " -> ";
+        cycle += g.rules[next].name;
+        return fail("the grammar is left recursive (", cycle, " before any character): rewrite it with repetition");
+      }
+      if (colour[next] == 0) {
+        colour[next] = 1;
+        path.push_back({next, 0});
+      }
+    }
+  }
   return {};
 }
 

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +40,11 @@ class ByteSet {
   bool has(uint8_t byte) const { return (words_[byte >> 6] >> (byte & 63)) & 1; }
   bool empty() const { return (words_[0] | words_[1] | words_[2] | words_[3]) == 0; }
   bool operator==(const ByteSet&) const = default;
+  struct Hash {
+    size_t operator()(const ByteSet& set) const {
+      return size_t(set.words_[0] ^ (set.words_[1] * 31) ^ (set.words_[2] * 961) ^ (set.words_[3] * 29791));
+    }
+  };
 
  private:
   std::array<uint64_t, 4> words_{};
@@ -122,6 +128,10 @@ class GrammarBuilder {
   static constexpr uint32_t kUnbounded = UINT32_MAX;
 
   const std::string& name_of(RuleId rule) const { return grammar_.rules[rule].name; }
+  // The items of every rule so far: compilers check it against kMaxGrammarItems as they go, so
+  // that one request's grammar stops growing at the limit instead of only failing at finish().
+  size_t item_count() const { return item_count_; }
+  Status check_item_count() const;
 
   // The grammar with `root`, after check().
   Result<Grammar> finish(RuleId root) &&;
@@ -129,6 +139,8 @@ class GrammarBuilder {
  private:
   Grammar grammar_;
   std::vector<bool> defined_;
+  std::unordered_map<ByteSet, uint32_t, ByteSet::Hash> byte_set_ids_;  // into grammar_.byte_sets
+  size_t item_count_ = 0;
   // The names taken, and per requested name the last suffix given, so that declaring many rules
   // of one name (repeat's chains, a compiler's helper rules) stays linear.
   std::unordered_set<std::string> names_;
@@ -140,8 +152,25 @@ class GrammarBuilder {
 std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std::pair<uint32_t, uint32_t>> ranges,
                                                                  bool negated);
 
+// The least set of rules closed under "some alternative has every item holding", where a call
+// holds when its rule is in the set and bytes and permutations hold by `test`: the rules that can
+// match the empty text, or some text. Linear in the grammar's size: each alternative counts its
+// items that do not hold yet (passes to a fixed point would be quadratic over a chain of rules).
+struct RuleSetTest {
+  std::function<bool(const ByteSet&)> bytes;
+  // Given the set so far; asked again whenever a rule of the permutation joins the set.
+  std::function<bool(const Permutation&, const std::vector<bool>& in_set)> permutation;
+};
+std::vector<bool> least_rule_set(const Grammar& grammar, const RuleSetTest& test);
+
+// The rules that can match some text; a permutation can when its required members and enough
+// others (and the separator, for two or more) can.
+std::vector<bool> productive_rules(const Grammar& grammar);
+bool permutation_productive(const Permutation& permutation, const std::vector<bool>& productive);
+
 // Refuses a grammar the matcher cannot run: a rule without alternatives, an index out of range,
-// left recursion (naming the rules of the cycle), a permutation with too many members or counts.
+// a root that no text completes, left recursion (naming the rules of the cycle), a permutation
+// with too many members or counts.
 Status check(const Grammar& grammar);
 
 // Lengths the compilers keep within, so that a request cannot make the engine build a huge grammar.

@@ -158,11 +158,19 @@ std::optional<uint64_t> count_of(const json& value) {
   return std::nullopt;
 }
 
+// What a compilation has spent against the limits of json_schema.h, shared by the compilers that
+// check enum values inside it (they run inside its own calls).
+struct CompileBudget {
+  size_t nesting = 0;  // node_rule calls in progress
+  size_t views = 0;    // view_rule calls so far
+};
+
 class Compiler {
  public:
-  Compiler(const SchemaOptions& options, SchemaIndex& index, std::vector<Unenforced>& unenforced, int depth = 0)
+  Compiler(const SchemaOptions& options, SchemaIndex& index, std::vector<Unenforced>& unenforced,
+           CompileBudget& budget, int depth = 0)
       : options_(options), index_(index), unenforced_(unenforced), layout_(JsonLayout::create(builder_, options.max_whitespace)),
-        depth_(depth) {}
+        depth_(depth), budget_(budget) {}
 
   // The rule for a schema's values, shared by every use of the schema (recursion included).
   Result<RuleId> node_rule(const SchemaLocation& location, const std::string& via);
@@ -228,6 +236,7 @@ class Compiler {
   // meet the same enum again in a recursive schema: the nesting is bounded.
   int depth_;
   static constexpr int kMaxCheckDepth = 4;
+  CompileBudget& budget_;
   std::optional<RuleId> any_value_, any_object_, any_string_, never_;
   std::set<RuleId> empty_rules_;  // rules known to match nothing: never() and rules only calling it
 
@@ -255,7 +264,14 @@ Result<View> Compiler::view_of(const SchemaLocation& location) {
   for (const auto& [key, value] : node.items()) {
     if (!constraining(key, location.draft) || (ref_alone && key != "$ref")) continue;
     if (key == "format" && !options_.assert_formats) continue;
-    view.keywords[key].push_back({key, &value, location, location.pointer + "/" + pointer_token(key), {}});
+    const std::string pointer = location.pointer + "/" + pointer_token(key);
+    const size_t limit = key == "enum" ? kMaxEnumValues
+                         : key == "allOf" || key == "anyOf" || key == "oneOf" ? kMaxSchemaBranches
+                                                                              : SIZE_MAX;
+    if (value.is_array() && value.size() > limit)
+      return refusal(key, pointer, std::to_string(value.size()) + " " + (key == "enum" ? "values" : "subschemas") +
+                                       ", more than the limit of " + std::to_string(limit));
+    view.keywords[key].push_back({key, &value, location, pointer, {}});
   }
   return view;
 }
@@ -274,12 +290,17 @@ Result<RuleId> Compiler::node_rule(const SchemaLocation& location, const std::st
                      "the schema applies to its own value again before any character (a left-recursive reference)");
     return found->second;
   }
+  if (budget_.nesting == kMaxSchemaNesting)
+    return refusal(via.empty() ? "schema" : "$ref", via.empty() ? location.pointer : via,
+                   "subschemas and references nest deeper than the limit of " + std::to_string(kMaxSchemaNesting));
   const RuleId rule = builder_.declare(location.pointer.empty() ? "schema" : location.pointer.substr(0, 80));
   rules_.emplace(location.node, rule);
   position_.push_back(location.node);
+  ++budget_.nesting;
   auto view = view_of(location);
   auto body = view ? view_rule(std::move(view).value(), builder_.name_of(rule) + "-value", Merged{location.node})
                    : Result<RuleId>(view.error());
+  --budget_.nesting;
   position_.pop_back();
   if (!body) return body.error();
   builder_.set_alternatives(rule, {{GrammarBuilder::call(*body)}});
@@ -296,6 +317,15 @@ Result<RuleId> Compiler::nested(const SchemaLocation& location) {
 }
 
 Result<RuleId> Compiler::view_rule(View view, const std::string& name, Merged merged) {
+  const Status grammar_size = builder_.check_item_count();
+  if (++budget_.views > kMaxSchemaViews || !grammar_size) {
+    const Keyword* first = view.keywords.empty() ? nullptr : &view.keywords.begin()->second[0];
+    return refusal(first ? first->name : "schema", first ? first->pointer : "",
+                   !grammar_size ? grammar_size.error().message
+                                 : "compiling the schema takes more than the limit of " +
+                                       std::to_string(kMaxSchemaViews) +
+                                       " subschema views (anyOf / oneOf distributed over their siblings multiply them)");
+  }
   // A schema that only points at another is that schema's rule: shared, and recursion works.
   if (view.keywords.size() == 1 && !view.never) {
     const auto& [key, list] = *view.keywords.begin();
@@ -409,10 +439,9 @@ Result<RuleId> Compiler::distribute(View view, const std::string& name, const Me
 }
 
 bool no_common_value(const std::vector<json>& a, const std::vector<json>& b) {
-  for (const json& x : a)
-    for (const json& y : b)
-      if (json_equal(x, y)) return false;
-  return true;
+  JsonValueSet in_a;
+  for (const json& x : a) in_a.insert(x);
+  return std::none_of(b.begin(), b.end(), [&](const json& y) { return in_a.contains(y); });
 }
 
 // What a schema's values must look like, as far as cheaply known: enough to prove that two
@@ -447,9 +476,9 @@ std::optional<std::vector<json>> finite_values(const View& view) {
         values = std::move(these);
         continue;
       }
-      std::erase_if(*values, [&](const json& v) {
-        return std::none_of(these.begin(), these.end(), [&](const json& w) { return json_equal(v, w); });
-      });
+      JsonValueSet allowed;
+      for (const json& value : these) allowed.insert(value);
+      std::erase_if(*values, [&](const json& v) { return !allowed.contains(v); });
     }
   return values;
 }
@@ -587,11 +616,9 @@ Result<RuleId> Compiler::literal_choice(View view, uint8_t types, const std::str
   view.keywords.erase("const");
   const bool only_types = std::all_of(view.keywords.begin(), view.keywords.end(), [](const auto& k) { return k.first == "type"; });
   std::vector<json> candidates;
-  for (const json& value : values) {
-    if (!(type_of(value) & types)) continue;
-    if (std::any_of(candidates.begin(), candidates.end(), [&](const json& k) { return json_equal(k, value); })) continue;
-    candidates.push_back(value);
-  }
+  JsonValueSet distinct;
+  for (const json& value : values)
+    if ((type_of(value) & types) && distinct.insert(value)) candidates.push_back(value);
   std::vector<bool> valid(candidates.size(), true);
   if (!only_types && !candidates.empty()) {
     auto checked = accepted(view, candidates, merged);
@@ -617,7 +644,7 @@ Result<RuleId> Compiler::literal_choice(View view, uint8_t types, const std::str
 // against their own grammar, which is exact.
 Result<std::vector<bool>> Compiler::accepted(const View& rest, const std::vector<json>& values, const Merged& merged) {
   if (depth_ >= kMaxCheckDepth) return fail("enum values checked against keywords that nest enum values too deeply");
-  Compiler checker(options_, index_, unenforced_, depth_ + 1);
+  Compiler checker(options_, index_, unenforced_, budget_, depth_ + 1);
   KIPP_ASSIGN(const RuleId rule, checker.view_rule(rest, "value", merged));
   if (checker.matches_nothing(rule)) return std::vector<bool>(values.size(), false);
   KIPP_ASSIGN(Grammar grammar, std::move(checker.builder_).finish(rule));
@@ -1247,10 +1274,12 @@ RuleId Compiler::never() {
 
 Result<CompiledSchema> compile_json_schema(const json& schema, const SchemaOptions& options) {
   try {
+    KIPP_TRY(check_json_depth(schema, kMaxSchemaDepth));
     SchemaIndex index(options);
     KIPP_ASSIGN(const SchemaLocation root, index.add_root(schema));
     CompiledSchema compiled;
-    Compiler compiler(options, index, compiled.unenforced);
+    CompileBudget budget;
+    Compiler compiler(options, index, compiled.unenforced, budget);
     KIPP_ASSIGN(const RuleId value, compiler.node_rule(root, ""));
     if (compiler.matches_nothing(value)) return fail(kSchemaAcceptsNothing);
     KIPP_ASSIGN(compiled.grammar, std::move(compiler).finish(value));

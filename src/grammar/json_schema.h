@@ -79,6 +79,20 @@ inline constexpr std::string_view kSchemaAcceptsNothing = "the schema accepts no
 
 Result<CompiledSchema> compile_json_schema(const nlohmann::json& schema, const SchemaOptions& options = {});
 
+// What one schema may cost to compile, whatever `strict` says, so that a request cannot exhaust
+// the stack, memory or time of the server compiling it. Each is refused as a keyword at a pointer
+// ("keyword 'enum' at /properties/x/enum: 20000 values, more than the limit of 10000").
+// The deepest nesting of the schema document, in JSON levels (JSONSchemaBench's deepest: 17).
+inline constexpr size_t kMaxSchemaDepth = 128;
+// Subschemas being compiled inside one another, references followed included: a chain of $refs
+// nests as deeply as the documents they lead through.
+inline constexpr size_t kMaxSchemaNesting = 256;
+// Subschema views compiled in all (anyOf / oneOf distributed over their siblings multiply them).
+inline constexpr size_t kMaxSchemaViews = 10'000;
+// The values of one enum, and the subschemas of one allOf / anyOf / oneOf.
+inline constexpr size_t kMaxEnumValues = 10'000;
+inline constexpr size_t kMaxSchemaBranches = 1'000;
+
 // The keyword and pointer of a refusal message "keyword '<k>' at <pointer>: <reason>"; nullopt for
 // any other error (an invalid document, a grammar over the size limit).
 std::optional<Unenforced> parse_refusal(std::string_view message);

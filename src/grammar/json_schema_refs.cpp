@@ -1,5 +1,7 @@
 #include "grammar/json_schema_refs.h"
 
+#include "grammar/json_schema_values.h"
+
 namespace kipp::grammar {
 
 using nlohmann::json;
@@ -245,6 +247,7 @@ Result<const json*> SchemaIndex::resource(const std::string& uri, SchemaDraft dr
   documents_.push_back(std::move(*loaded));
   const json& document = documents_.back();
   resources_[uri] = &document;
+  if (auto deep = check_json_depth(document, kMaxSchemaDepth); !deep) return fail(uri, ": ", deep.error().message);
   KIPP_TRY(walk(document, uri, draft, uri + "#", true));
   return &document;
 }

@@ -1,7 +1,9 @@
 #include "grammar/json_schema_values.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "grammar/json_schema_refs.h"
 #include "grammar/json_schema_strings.h"
 
 namespace kipp::grammar {
@@ -61,6 +63,68 @@ bool json_equal(const json& a, const json& b) {
     return true;
   }
   return a == b;
+}
+
+Status check_json_depth(const json& value, size_t limit) {
+  // Each open level: the container and where its next child is. A path, not every pending value,
+  // so the memory is the depth.
+  struct Level {
+    const json* container;
+    json::const_iterator next;
+  };
+  std::vector<Level> path;
+  if (value.is_structured()) path.push_back({&value, value.cbegin()});
+  while (!path.empty()) {
+    Level& level = path.back();
+    if (level.next == level.container->cend()) {
+      path.pop_back();
+      continue;
+    }
+    const json& child = *level.next;
+    ++level.next;
+    if (!child.is_structured()) continue;
+    if (path.size() == limit) {
+      std::string pointer;
+      for (const Level& open : path) {
+        auto at = std::prev(open.next);
+        pointer += "/" + (open.container->is_object() ? pointer_token(at.key())
+                                                      : std::to_string(at - open.container->cbegin()));
+      }
+      return fail("keyword 'schema' at ", pointer, ": nests deeper than the limit of ", limit, " levels");
+    }
+    path.push_back({&child, child.cbegin()});
+  }
+  return {};
+}
+
+std::string JsonValueSet::key_of(const json& value) {
+  switch (value.type()) {
+    case json::value_t::string: return "s" + value.get_ref<const std::string&>();
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float: {
+      // Equal numbers have one value, so one nearest double (different ones may share it).
+      const double number = value.get<double>();
+      return "n" + std::string(reinterpret_cast<const char*>(&number), sizeof number);
+    }
+    case json::value_t::array: return "a" + std::to_string(value.size());
+    case json::value_t::object: return "o" + std::to_string(value.size());
+    default: return value.dump();
+  }
+}
+
+bool JsonValueSet::contains(const json& value) const {
+  const auto found = by_key_.find(key_of(value));
+  return found != by_key_.end() &&
+         std::any_of(found->second.begin(), found->second.end(), [&](const json& other) { return json_equal(other, value); });
+}
+
+bool JsonValueSet::insert(const json& value) {
+  std::vector<json>& same_key = by_key_[key_of(value)];
+  if (std::any_of(same_key.begin(), same_key.end(), [&](const json& other) { return json_equal(other, value); }))
+    return false;
+  same_key.push_back(value);
+  return true;
 }
 
 std::string plain_json(const json& value) {

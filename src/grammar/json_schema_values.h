@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,24 @@ Result<Decimal> schema_number(const nlohmann::json& number);
 
 // JSON equality as JSON Schema defines it: numbers by value, objects without member order.
 bool json_equal(const nlohmann::json& a, const nlohmann::json& b);
+
+// Values that json_equal may call equal (by a key that every equal value shares), so that finding
+// an equal value compares only within its key: near linear where comparing every pair of a large
+// enum would take time growing with its square.
+class JsonValueSet {
+ public:
+  bool contains(const nlohmann::json& value) const;
+  // False when an equal value was already there.
+  bool insert(const nlohmann::json& value);
+
+ private:
+  static std::string key_of(const nlohmann::json& value);
+  std::unordered_map<std::string, std::vector<nlohmann::json>> by_key_;
+};
+
+// Refuses a value nested deeper than `limit` levels, naming the JSON pointer where it gets there;
+// iterative, so that any depth is safe to check (the compilers after it recurse per level).
+Status check_json_depth(const nlohmann::json& value, size_t limit);
 
 // The compact text of a value with numbers written without exponent.
 std::string plain_json(const nlohmann::json& value);

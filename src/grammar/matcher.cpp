@@ -35,10 +35,7 @@ Automaton::Automaton(Grammar grammar) : grammar_(std::move(grammar)) {}
 Result<std::shared_ptr<Automaton>> Automaton::create(Grammar grammar) {
   KIPP_TRY(check(grammar));
   std::shared_ptr<Automaton> automaton(new Automaton(std::move(grammar)));
-  automaton->flatten();
-  if (!automaton->productive_[automaton->grammar_.root])
-    return fail("the grammar matches no text at all (rule '", automaton->grammar_.rules[automaton->grammar_.root].name,
-                "' can never be completed)");
+  automaton->flatten();  // check() refused a root that cannot be completed
   // State 0 is the dead state: no tops, not accepting, every byte leads back to it.
   KIPP_ASSIGN(const StateId dead, automaton->make_state({}, false));
   (void)dead;
@@ -54,39 +51,16 @@ Result<std::shared_ptr<Automaton>> Automaton::create(Grammar grammar) {
   return automaton;
 }
 
-// Rules that can match some text, to a fixed point. An alternative that uses another kind (an
-// empty byte set, a rule that never ends, a permutation whose required member never ends) is left
-// out of the flat form, so the matcher never walks into text that cannot be completed.
-void Automaton::find_productive() {
-  productive_.assign(grammar_.rules.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < grammar_.rules.size(); ++r) {
-      if (productive_[r]) continue;
-      for (const Sequence& alternative : grammar_.rules[r].alternatives)
-        if (std::all_of(alternative.begin(), alternative.end(), [&](const Item& i) { return productive(i); })) {
-          productive_[r] = changed = true;
-          break;
-        }
-    }
-  }
-}
+// An alternative that uses another kind (an empty byte set, a rule that never ends, a permutation
+// whose required member never ends) is left out of the flat form, so the matcher never walks into
+// text that cannot be completed.
+void Automaton::find_productive() { productive_ = productive_rules(grammar_); }
 
 bool Automaton::productive(const Item& item) const {
   switch (item.kind) {
     case ItemKind::bytes: return !grammar_.byte_sets[item.index].empty();
     case ItemKind::rule: return productive_[item.index];
-    case ItemKind::permutation: {
-      const Permutation& p = grammar_.permutations[item.index];
-      for (const Permutation::Member& m : p.members)
-        if (m.required && !productive_[m.rule]) return false;
-      if (p.min_members == 0) return true;
-      // Enough members must be able to end; the separator too when there are two or more.
-      uint32_t able = 0;
-      for (const Permutation::Member& m : p.members) able += productive_[m.rule];
-      const bool additional = p.additional && productive_[*p.additional];
-      return (additional || able >= p.min_members) && (p.min_members <= 1 || productive_[p.separator]);
-    }
+    case ItemKind::permutation: return permutation_productive(grammar_.permutations[item.index], productive_);
   }
   return false;
 }
@@ -137,6 +111,7 @@ Status Automaton::closure(std::vector<uint32_t>& work, std::vector<uint32_t>& to
     }
     if (visit_stamp_[id] == stamp_) continue;
     visit_stamp_[id] = stamp_;
+    ++steps_;
     const Node node = nodes_[id];  // a copy: interning below may move the nodes
     const FlatItem item = items_[node.position];
     switch (item.kind) {
@@ -236,6 +211,7 @@ Result<StateId> Automaton::make_state(std::vector<uint32_t> tops, bool accepting
   ByteSet readable;
   for (uint32_t top : data.tops) readable.add_all(grammar_.byte_sets[items_[nodes_[top].position].index]);
   for (unsigned byte = 0; byte < 256; ++byte) (*data.next)[byte] = readable.has(uint8_t(byte)) ? -1 : int32_t(kDeadState);
+  stored_tops_ += 2 * data.tops.size();
   states_.push_back(std::move(data));
   state_ids_.emplace(std::move(key), id);
   return id;
@@ -264,6 +240,15 @@ bool Automaton::accepts(StateId state) const { return states_[state].accepting; 
 bool Automaton::continues(StateId state) const { return !states_[state].tops.empty(); }
 
 size_t Automaton::state_count() const { return states_.size(); }
+
+size_t Automaton::memory_bytes() const {
+  constexpr size_t kHashEntry = 32;  // an unordered_map node's pointers and hash, roughly
+  const size_t per_state = sizeof(StateData) + sizeof(std::array<int32_t, 256>) +
+                           sizeof(std::pair<std::vector<uint32_t>, bool>) + sizeof(StateId) + kHashEntry;
+  const size_t per_node = sizeof(Node) * 2 + sizeof(uint32_t) * 2 + kHashEntry;
+  return states_.size() * per_state + stored_tops_ * sizeof(uint32_t) + nodes_.size() * per_node +
+         items_.size() * sizeof(FlatItem);
+}
 
 Result<TextCheck> check_text(Automaton& automaton, std::string_view text) {
   TextCheck result;

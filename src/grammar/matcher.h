@@ -54,6 +54,12 @@ class Automaton {
   // True when some byte can follow.
   bool continues(StateId state) const;
   size_t state_count() const;
+  // Parse stacks visited while computing states so far: the work a caller bounds (TokenMasks
+  // bounds it per token).
+  uint64_t steps() const { return steps_; }
+  // The bytes it holds now (states, their transitions and tops, parse stacks), for caches that
+  // keep automata within a byte budget. An estimate of the containers' overheads included.
+  size_t memory_bytes() const;
 
   static constexpr size_t kMaxNodes = 4'000'000;
   static constexpr size_t kMaxStates = 200'000;  // 1 KiB of transitions each
@@ -110,6 +116,8 @@ class Automaton {
   std::vector<StateData> states_;
   std::unordered_map<std::pair<std::vector<uint32_t>, bool>, StateId, TopsHash> state_ids_;
   StateId start_ = kDeadState;
+  uint64_t steps_ = 0;
+  size_t stored_tops_ = 0;  // over states_, each stored twice (its data and its key)
   static constexpr uint32_t kBottom = UINT32_MAX;
 };
 

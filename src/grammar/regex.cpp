@@ -269,9 +269,31 @@ bool matches_nothing(const Node& node) {
   return false;
 }
 
+size_t node_count(const Node& node) {
+  size_t count = 1;
+  for (const Node& part : node.parts) count += node_count(part);
+  return count;
+}
+
+// Rewriting a nullable repetition copies the tails of sequences, which can grow with the square of
+// the pattern ((a?b?c?...)*): the copies are counted and a pattern that needs too many is refused.
+class RewriteBudget {
+ public:
+  Status spend(size_t nodes) {
+    left_ = nodes > left_ ? 0 : left_ - nodes;
+    if (left_ == 0)
+      return fail("pattern: rewriting its repetitions of optional parts takes more than ", kMaxRewrittenNodes,
+                  " nodes: simplify the pattern");
+    return {};
+  }
+
+ private:
+  size_t left_ = kMaxRewrittenNodes;
+};
+
 // The node's language without the empty string: x* must repeat a part that consumes something,
 // or its rule would call itself before reading a byte (left recursion).
-Node without_empty(const Node& node) {
+Result<Node> without_empty(const Node& node, RewriteBudget& budget) {
   if (!nullable(node)) return node;
   switch (node.kind) {
     case Node::Kind::chars: return node;
@@ -279,10 +301,11 @@ Node without_empty(const Node& node) {
       // Every part is nullable: the first part that consumes something is one of them.
       std::vector<Node> options;
       for (size_t first = 0; first < node.parts.size(); ++first) {
-        Node head = without_empty(node.parts[first]);
+        KIPP_ASSIGN(Node head, without_empty(node.parts[first], budget));
         if (matches_nothing(head)) continue;
         std::vector<Node> parts{std::move(head)};
         parts.insert(parts.end(), node.parts.begin() + long(first) + 1, node.parts.end());
+        for (auto tail = parts.begin() + 1; tail != parts.end(); ++tail) KIPP_TRY(budget.spend(node_count(*tail)));
         options.push_back(sequence(std::move(parts)));
       }
       return options.empty() ? nothing() : choice(std::move(options));
@@ -290,14 +313,14 @@ Node without_empty(const Node& node) {
     case Node::Kind::choice: {
       std::vector<Node> options;
       for (const Node& part : node.parts) {
-        Node option = without_empty(part);
+        KIPP_ASSIGN(Node option, without_empty(part, budget));
         if (!matches_nothing(option)) options.push_back(std::move(option));
       }
       return options.empty() ? nothing() : choice(std::move(options));
     }
     case Node::Kind::repeat: {
       // x{n,m} with x nullable is x'{0,m} (copies of the empty string make up any shortfall).
-      Node part = without_empty(node.parts[0]);
+      KIPP_ASSIGN(Node part, without_empty(node.parts[0], budget));
       if (node.max == 0 || matches_nothing(part)) return nothing();
       return repeat(std::move(part), 1, node.max);
     }
@@ -444,6 +467,8 @@ class Parser {
 
   Result<Node> parse_group() {
     const size_t start = pos_;
+    if (group_depth_ == kMaxPatternGroupDepth)
+      return fail("pattern: groups nest deeper than the limit of ", kMaxPatternGroupDepth, " levels at offset ", start);
     ++pos_;  // '('
     if (peek() == '?') {
       if (peek(1) == ':') {
@@ -459,7 +484,9 @@ class Parser {
         return refused("the group modifier (?" + (has(1) ? shown(peek(1)) : std::string()), start);
       }
     }
+    ++group_depth_;
     KIPP_ASSIGN(Node body, parse_group_body());
+    --group_depth_;
     if (at_end()) return syntax_error("an unterminated group", start);
     ++pos_;  // ')'
     return body;
@@ -657,6 +684,7 @@ class Parser {
 
   std::vector<uint32_t> text_;
   size_t pos_ = 0;
+  size_t group_depth_ = 0;  // groups open at pos_
   std::set<std::string> group_names_;
 };
 
@@ -677,13 +705,13 @@ class Emitter {
     return rule;
   }
 
-  Sequence emit(const Node& node) {
+  Result<Sequence> emit(const Node& node) {
     switch (node.kind) {
-      case Node::Kind::chars: return {GrammarBuilder::call(char_class(node.set))};
+      case Node::Kind::chars: return Sequence{GrammarBuilder::call(char_class(node.set))};
       case Node::Kind::sequence: {
         Sequence items;
         for (const Node& part : node.parts) {
-          const Sequence more = emit(part);
+          KIPP_ASSIGN(const Sequence more, emit(part));
           items.insert(items.end(), more.begin(), more.end());
         }
         return items;
@@ -694,13 +722,13 @@ class Emitter {
         const std::string key = subtree_key(node);
         const auto found = subtrees_.find(key);
         if (found != subtrees_.end()) return found->second;
-        Sequence items = node.kind == Node::Kind::choice ? emit_choice(node.parts)
-                                                         : emit_repeat(node.parts[0], node.min, node.max);
+        KIPP_ASSIGN(Sequence items, node.kind == Node::Kind::choice ? emit_choice(node.parts)
+                                                                    : emit_repeat(node.parts[0], node.min, node.max));
         subtrees_.emplace(key, items);
         return items;
       }
     }
-    return {};
+    return Sequence{};
   }
 
  private:
@@ -713,26 +741,31 @@ class Emitter {
     return key;
   }
 
-  Sequence emit_choice(const std::vector<Node>& options) {
+  Result<Sequence> emit_choice(const std::vector<Node>& options) {
     std::vector<Sequence> alternatives;
-    for (const Node& option : options) alternatives.push_back(emit(option));
-    return {GrammarBuilder::call(builder_.add("pattern-choice", std::move(alternatives)))};
+    for (const Node& option : options) {
+      KIPP_ASSIGN(Sequence alternative, emit(option));
+      alternatives.push_back(std::move(alternative));
+    }
+    return Sequence{GrammarBuilder::call(builder_.add("pattern-choice", std::move(alternatives)))};
   }
 
-  Sequence emit_repeat(const Node& part, uint32_t min, uint32_t max) {
-    if (max == 0) return {};
+  Result<Sequence> emit_repeat(const Node& part, uint32_t min, uint32_t max) {
+    if (max == 0) return Sequence{};
     if (min == 1 && max == 1) return emit(part);
     if (max == kUnbounded && nullable(part)) {
-      const Node consuming = without_empty(part);
-      if (matches_nothing(consuming)) return {};
-      return {GrammarBuilder::call(builder_.repeat("pattern-repeat", as_item(consuming), 0, kUnbounded))};
+      KIPP_ASSIGN(const Node consuming, without_empty(part, rewrite_budget_));
+      if (matches_nothing(consuming)) return Sequence{};
+      KIPP_ASSIGN(const Item repeated, as_item(consuming));
+      return Sequence{GrammarBuilder::call(builder_.repeat("pattern-repeat", repeated, 0, kUnbounded))};
     }
-    return {GrammarBuilder::call(builder_.repeat("pattern-repeat", as_item(part), min, max))};
+    KIPP_ASSIGN(const Item repeated, as_item(part));
+    return Sequence{GrammarBuilder::call(builder_.repeat("pattern-repeat", repeated, min, max))};
   }
 
   // The node as one item: its only item, or a rule of its own.
-  Item as_item(const Node& node) {
-    Sequence items = emit(node);
+  Result<Item> as_item(const Node& node) {
+    KIPP_ASSIGN(Sequence items, emit(node));
     if (items.size() == 1) return items[0];
     return GrammarBuilder::call(builder_.add("pattern-group", {std::move(items)}));
   }
@@ -741,6 +774,7 @@ class Emitter {
   const CharRule& char_rule_;
   std::map<CodePointRanges, RuleId> classes_;
   std::map<std::string, Sequence> subtrees_;
+  RewriteBudget rewrite_budget_;
 };
 
 Result<std::vector<uint32_t>> code_points(std::string_view text) {
@@ -762,8 +796,12 @@ CharRule utf8_char_rule() {
   };
 }
 
-Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern, const CharRule& char_rule) {
+Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern, const CharRule& char_rule,
+                               size_t max_code_points) {
+  KIPP_TRY(builder.check_item_count());  // the patterns before this one may have filled it
   KIPP_ASSIGN(std::vector<uint32_t> points, code_points(pattern));
+  if (points.size() > max_code_points)
+    return fail("pattern: ", points.size(), " code points, more than the limit of ", max_code_points);
   Parser parser(std::move(points));
   KIPP_ASSIGN(std::vector<Alternative> alternatives, parser.parse_pattern());
   Emitter emitter(builder, char_rule);
@@ -779,7 +817,7 @@ Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern
   for (const Alternative& alternative : alternatives) {
     Sequence items;
     if (!alternative.anchored_start) items.push_back(any());
-    const Sequence body = emitter.emit(alternative.body);
+    KIPP_ASSIGN(const Sequence body, emitter.emit(alternative.body));
     items.insert(items.end(), body.begin(), body.end());
     if (!alternative.anchored_end) items.push_back(any());
     sequences.push_back(std::move(items));

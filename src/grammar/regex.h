@@ -32,6 +32,8 @@
 //   quantifiers       * + ? {n} {n,} {n,m} and their lazy forms (the same language); counts
 //                     up to kMaxRepeatCount
 //   anchors           ^ as the first and $ as the last thing of a top-level alternative
+// Limits: at most kMaxPatternCodePoints code points, groups nested at most kMaxPatternGroupDepth
+// deep, quantifier counts up to kMaxRepeatCount (below).
 // Everything else is refused with an error naming the construct and its offset (in code points
 // from 0): backreferences, lookaround, \b \B, other property escapes, anchors elsewhere, inline
 // modifiers, and what Unicode mode makes a syntax error (a lone { } or ], an unknown escape).
@@ -48,6 +50,17 @@
 
 namespace kipp::grammar {
 
+// What a pattern may cost, so that one request cannot exhaust the stack, memory or time of the
+// server that compiles it; each is refused with an error naming the limit.
+// The largest count a quantifier may name: bounded repetition is written out copy by copy.
+inline constexpr uint32_t kMaxRepeatCount = 1000;
+// The longest pattern, in code points (the longest in JSONSchemaBench's schemas is under 100).
+inline constexpr size_t kMaxPatternCodePoints = 8192;
+// The deepest nesting of groups: the parser and the writer recurse once per level.
+inline constexpr size_t kMaxPatternGroupDepth = 64;
+// The nodes that making repeated optional parts non-empty may copy (see without_empty).
+inline constexpr size_t kMaxRewrittenNodes = 100'000;
+
 using CodePointRanges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive
 // Turns a set of code points into a rule matching one of them *as the surrounding text encodes
 // it* (inside a JSON string: raw UTF-8 or the JSON escapes; elsewhere: plain UTF-8).
@@ -57,9 +70,9 @@ CharRule utf8_char_rule();
 // ECMA-262 semantics as JSON Schema uses them: unanchored (the text must *contain* a match)
 // unless anchored by ^ / $; the rule matches every whole string (sequence of encoded
 // characters) that the pattern accepts, exactly.
-Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern, const CharRule& char_rule);
-
-// The largest count a quantifier may name: bounded repetition is written out copy by copy.
-inline constexpr uint32_t kMaxRepeatCount = 1000;
+// Patterns longer than `max_code_points` are refused: the default is for what requests send; the
+// formats' own patterns (string_formats.h), written out by code, are longer and trusted.
+Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern, const CharRule& char_rule,
+                               size_t max_code_points = kMaxPatternCodePoints);
 
 }  // namespace kipp::grammar

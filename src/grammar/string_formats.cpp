@@ -173,7 +173,7 @@ const std::array<std::string_view, kFormats.size()> kFormatNames = [] {
 Result<RuleId> compile_format(GrammarBuilder& builder, std::string_view format, const CharRule& char_rule) {
   for (const Format& known : kFormats) {
     if (known.name != format) continue;
-    Result<RuleId> rule = compile_pattern(builder, "^" + known.pattern() + "$", char_rule);
+    Result<RuleId> rule = compile_pattern(builder, "^" + known.pattern() + "$", char_rule, SIZE_MAX);
     if (!rule) return with_context("format '" + std::string(format) + "'", rule.error());
     return rule;
   }

@@ -2,8 +2,9 @@
 
 namespace kipp::grammar {
 
-TokenMasks::TokenMasks(std::shared_ptr<Automaton> automaton, std::shared_ptr<const TokenTrie> trie)
-    : automaton_(std::move(automaton)), trie_(std::move(trie)) {}
+TokenMasks::TokenMasks(std::shared_ptr<Automaton> automaton, std::shared_ptr<const TokenTrie> trie,
+                       uint64_t max_steps_per_set)
+    : automaton_(std::move(automaton)), trie_(std::move(trie)), max_steps_per_set_(max_steps_per_set) {}
 
 Result<std::shared_ptr<const TokenSet>> TokenMasks::allowed(StateId state) {
   auto found = cache_.find(state);
@@ -17,6 +18,7 @@ Result<std::shared_ptr<const TokenSet>> TokenMasks::allowed(StateId state) {
 
 Result<TokenSet> TokenMasks::walk(StateId state) {
   ++walks_;
+  const uint64_t steps_before = automaton_->steps();
   TokenSet set(trie_->vocab());
   const TokenTrie& trie = *trie_;
   // Breadth first over the prefixes the grammar can read, from the root: a child whose byte leads
@@ -34,6 +36,9 @@ Result<TokenSet> TokenMasks::walk(StateId state) {
       StateId next = StateId(known);
       if (known < 0) {
         KIPP_ASSIGN(next, automaton_->next(from, byte));
+        if (automaton_->steps() - steps_before > max_steps_per_set_)
+          return fail("the constraint needs more than the limit of ", max_steps_per_set_,
+                      " matcher steps to find the tokens allowed next (the grammar is too ambiguous)");
       }
       if (next == kDeadState) continue;
       for (uint32_t id : trie.tokens(child)) set.add(id);
@@ -41,6 +46,11 @@ Result<TokenSet> TokenMasks::walk(StateId state) {
     }
   }
   return set;
+}
+
+size_t TokenMasks::memory_bytes() const {
+  const size_t set_bytes = sizeof(TokenSet) + (trie_->vocab() + 63) / 64 * sizeof(uint64_t);
+  return automaton_->memory_bytes() + cache_.size() * set_bytes + pending_.capacity() * sizeof(pending_[0]);
 }
 
 Result<StateId> TokenMasks::after(StateId state, std::string_view bytes) {

@@ -39,7 +39,8 @@ class TokenSet {
 // Not thread-safe, as the automaton is not.
 class TokenMasks {
  public:
-  TokenMasks(std::shared_ptr<Automaton> automaton, std::shared_ptr<const TokenTrie> trie);
+  TokenMasks(std::shared_ptr<Automaton> automaton, std::shared_ptr<const TokenTrie> trie,
+             uint64_t max_steps_per_set = kMaxStepsPerSet);
 
   // The tokens allowed after `state` (the end of the text is not a token: see accepts()). Shared,
   // so that a set stays valid when the cache starts over.
@@ -48,17 +49,23 @@ class TokenMasks {
   Result<StateId> after(StateId state, std::string_view bytes);
 
   Automaton& automaton() { return *automaton_; }
+  // The automaton's bytes and the cached sets', for ConstraintCache's budget.
+  size_t memory_bytes() const;
   const TokenTrie& trie() const { return *trie_; }
   uint64_t walks() const { return walks_; }
 
   // Each cached set holds vocab bits (19 KiB for Qwen3); past this many the cache starts over.
   static constexpr size_t kMaxCachedSets = 2048;
+  // Parse stacks the automaton may visit to find one token set: a grammar so ambiguous that one
+  // token costs more is refused with an error naming this, not matched for minutes.
+  static constexpr uint64_t kMaxStepsPerSet = 20'000'000;
 
  private:
   Result<TokenSet> walk(StateId state);
 
   std::shared_ptr<Automaton> automaton_;
   std::shared_ptr<const TokenTrie> trie_;
+  uint64_t max_steps_per_set_;
   std::unordered_map<StateId, std::shared_ptr<const TokenSet>> cache_;
   std::vector<std::pair<TokenTrie::NodeId, StateId>> pending_;  // walk's scratch, kept to save allocations
   uint64_t walks_ = 0;

@@ -7,6 +7,8 @@
   (exit 0);
 - a schema keyword Kipp cannot enforce is refused before any work, naming the keyword and its
   pointer; `--not-strict` lists it instead;
+- inputs built to exhaust a compiler (deep nesting, deep groups, a grammar matching nothing) are
+  refused with an error naming the limit, never a crash;
 - `--model` reports token statistics over the artifact's vocabulary.
 """
 import argparse
@@ -92,6 +94,29 @@ class CheckCommand(unittest.TestCase):
         self.assertIn("keyword 'uniqueItems' at /properties/tags", refused.stderr)
         lenient = json.loads(run("grammar", "--json-schema", schema, "--not-strict", "--json", check=0).stdout)
         self.assertIn({"keyword": "uniqueItems", "pointer": "/properties/tags/uniqueItems"}, lenient["unenforced"])
+
+    def test_hostile_inputs_are_refused_naming_the_limit(self):
+        # Issue 32's reproduction: a schema file nested 3,000 levels deep crashed `kipp grammar`.
+        def nested(levels):
+            return '{"type":"array","items":' * levels + '{"type":"integer"}' + "}" * levels
+        cases = [
+            (("--json-schema", scratch("deep3000.json", nested(3000))), "nests deeper than the limit of 512 levels"),
+            (("--json-schema", scratch("deep300.json", nested(300))),
+             "keyword 'schema' at /items/items/items"),
+            (("--json-schema", scratch("pattern.json", json.dumps(
+                {"type": "string", "pattern": "(" * 4000 + "a" + ")" * 4000}))),
+             "groups nest deeper than the limit of 64 levels"),
+            (("--grammar", scratch("groups.gbnf", "root ::= " + "(" * 30000 + '"a"' + ")" * 30000 + "\n")),
+             "groups nest deeper than 256 levels"),
+            (("--grammar", scratch("nothing.gbnf", 'root ::= "x" a\na ::= "y" a\n')), "matches no text at all"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args[1]):
+                out = run("grammar", *args)
+                self.assertEqual(out.returncode, 1, out.stderr[-500:])  # an error, not a signal
+                self.assertIn(message, out.stderr)
+        # The limit's own depth still compiles.
+        run("grammar", "--json-schema", scratch("deep60.json", nested(60)), check=0)
 
     def test_token_statistics_with_model(self):
         schema = scratch("flag.json", json.dumps({"type": "boolean"}))

@@ -102,6 +102,43 @@ TEST(TokenMasks, EqualTokenByTokenReference) {
   EXPECT_EQ(masks.walks(), walks);
 }
 
+TEST(TokenMasks, OneTokenSetsWorkIsBoundedByItsLimit) {
+  const Tokenizer& t = tokenizer();
+  auto trie = constrained_vocabulary(t);
+  // The walk from the start computes states as it goes: more than a few stacks' worth of work.
+  auto starved = grammar::TokenMasks(grammar::Automaton::create(list_grammar()).value(), trie, 10);
+  auto refused = starved.allowed(starved.automaton().start());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("more than the limit of 10 matcher steps"), std::string::npos)
+      << refused.error().message;
+  // The default limit leaves ordinary grammars alone; what the walk did shows in its bytes.
+  grammar::TokenMasks masks(grammar::Automaton::create(list_grammar()).value(), trie);
+  const size_t before = masks.memory_bytes();
+  ASSERT_TRUE(masks.allowed(masks.automaton().start()).ok());
+  EXPECT_GT(masks.automaton().steps(), 10u);
+  EXPECT_GT(masks.memory_bytes(), before + (t.vocab_size() / 8));
+}
+
+TEST(ConstraintCache, KeepsToItsByteBudgetDroppingTheLeastRecentlyUsed) {
+  const Tokenizer& t = tokenizer();
+  GrammarBuilder b;
+  const RuleId yes = b.add("root", {b.literal("yes")});
+  const grammar::Grammar other = std::move(b).finish(yes).value();
+  ConstraintCache roomy(t);
+  ASSERT_TRUE(roomy.masks_for(list_grammar()).ok());
+  ASSERT_TRUE(roomy.masks_for(other).ok());
+  EXPECT_EQ(roomy.size(), 2u);
+  EXPECT_GT(roomy.memory_bytes(), 0u);
+  // A budget smaller than one grammar keeps only the one just asked for; the one a request holds
+  // stays valid in its hands.
+  ConstraintCache tight(t, 1);
+  auto held = tight.masks_for(list_grammar());
+  ASSERT_TRUE(held.ok());
+  ASSERT_TRUE(tight.masks_for(other).ok());
+  EXPECT_EQ(tight.size(), 1u);
+  EXPECT_TRUE(held.value()->allowed(held.value()->automaton().start()).ok());
+}
+
 // Random walks: always a token from the allowed set; the set never empties before the text is a
 // sentence, and the stop token is offered exactly when it is one.
 TEST(TokenConstraint, RandomWalksEndInSentences) {
