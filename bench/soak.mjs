@@ -223,8 +223,9 @@ async function normalClient() {
 
 // One connection to 127.0.0.1:port; `drive(socket, stop)` writes what the attack writes and may
 // end it by calling stop(). Resolves once the server closes it, stop() is called or limitMs passes,
-// with the status of every response seen in the first 16 KiB, the last bytes received and how it
-// ended: 'closed' (by the server), 'stopped' (by us), 'limit', or the socket error's code.
+// with the first 16 KiB received and the status of every response in them, the last bytes
+// received and how it ended: 'closed' (by the server), 'stopped' (by us), 'limit', or the socket
+// error's code.
 function rawConnection(port, limitMs, drive) {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
@@ -239,7 +240,7 @@ function rawConnection(port, limitMs, drive) {
       socket.destroy();
       // Anywhere, not only after a CRLF: a body without a length ends where the next response begins.
       const statuses = [...head.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].map((m) => Number(m[1]));
-      resolve({ statuses, tail, received, how });
+      resolve({ head, statuses, tail, received, how });
     };
     const timer = setTimeout(() => finish('limit'), limitMs);
     socket.on('data', (data) => {
@@ -275,7 +276,10 @@ function refusal(result) {
   const status = result.statuses[0];
   if (status >= 400 && status < 500) return { outcome: `status ${status}` };
   if (status === 503 || result.how === 'ECONNREFUSED') return { outcome: firstStatus(result) ?? 'refused', unanswered: true };
-  return { outcome: firstStatus(result) ?? `${result.how} without an answer`, wrong: true };
+  // A constraint accepted but not enforced says so in a header: worth naming in the outcome.
+  const unenforced = /\r\nx-kipp-unenforced: ([^\r]*)/i.exec(result.head);
+  return { outcome: `${firstStatus(result) ?? `${result.how} without an answer`}${unenforced ? ` (unenforced: ${unenforced[1]})` : ''}`,
+    wrong: true };
 }
 
 // Within the length limit of a pattern (8,192 code points), so that the nesting limit is what refuses it.
