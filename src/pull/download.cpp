@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "util/files.h"
 #include "util/sha256.h"
 
 namespace kipp::pull {
@@ -235,12 +236,6 @@ Status transfer(DownloadContext& context, HubFile& file, const std::string& part
   return {};
 }
 
-Status move_into_place(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0)
-    return fail(to, ": cannot move the verified download into place: ", std::strerror(errno));
-  return {};
-}
-
 }  // namespace
 
 Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
@@ -269,7 +264,7 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
     std::remove(part.c_str());
     return fail(file.name, ": ", check.mismatch, "; removed the bad download ", part);
   }
-  KIPP_TRY(move_into_place(part, outcome.path));
+  KIPP_TRY(rename_durably(part, outcome.path));
   outcome.size = check.size;
   outcome.sha256 = check.sha256;
   outcome.verified = check.verified;

@@ -1,5 +1,6 @@
 #include "util/files.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -28,6 +29,28 @@ Result<std::string> read_text_file(const std::string& path, uint64_t max_bytes) 
   std::fclose(file);
   if (failed) return fail(path, ": read error");
   return text;
+}
+
+namespace {
+
+Status sync_to_disk(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return fail(path, ": cannot open to flush it to disk: ", std::strerror(errno));
+  const bool synced = ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!synced) return fail(path, ": could not flush to disk: ", std::strerror(saved));
+  return {};
+}
+
+}  // namespace
+
+Status rename_durably(const std::string& from, const std::string& to) {
+  KIPP_TRY(sync_to_disk(from, 0));
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    return fail(to, ": cannot rename ", from, " onto it: ", std::strerror(errno));
+  const std::filesystem::path parent = std::filesystem::path(to).parent_path();
+  return sync_to_disk(parent.empty() ? "." : parent.string(), O_DIRECTORY);
 }
 
 namespace {
@@ -81,18 +104,15 @@ Status AtomicFile::write(const void* data, size_t size) {
 }
 
 Status AtomicFile::commit() {
-  bool ok = std::fflush(file_) == 0 && ::fsync(::fileno(file_)) == 0;
+  bool ok = std::fflush(file_) == 0;
   ok = (std::fclose(std::exchange(file_, nullptr)) == 0) && ok;
   if (!ok) {
     std::remove(temp_path_.c_str());
-    return fail(temp_path_, ": could not flush to disk: ", std::strerror(errno));
+    return fail(temp_path_, ": write failed: ", std::strerror(errno));
   }
-  if (std::rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    int saved = errno;
-    std::remove(temp_path_.c_str());
-    return fail(final_path_, ": cannot rename the finished file into place: ", std::strerror(saved));
-  }
-  return {};
+  Status renamed = rename_durably(temp_path_, final_path_);
+  if (!renamed) std::remove(temp_path_.c_str());  // gone already if only the directory sync failed
+  return renamed;
 }
 
 namespace {

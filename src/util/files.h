@@ -12,6 +12,13 @@ namespace kipp {
 
 Result<std::string> read_text_file(const std::string& path, uint64_t max_bytes = 64ull << 20);
 
+// Gives `from` the name `to` so that the result survives a power loss too: fsync of from's bytes,
+// rename(2), fsync of the directory. The rename alone is atomic against a process killed at any
+// instant (the old name or the new one, never half), but without the first sync a crash could
+// leave the new name on bytes that never reached the disk, and without the second the rename
+// itself could be undone after the caller reported success.
+Status rename_durably(const std::string& from, const std::string& to);
+
 // A file written under "<final>.tmp.<pid>" and renamed onto <final> by commit().
 // Destroying it uncommitted removes the temporary; the final path is never touched. Creating one
 // also removes temporaries of the same final path left by processes that no longer exist.
@@ -25,7 +32,7 @@ class AtomicFile {
 
   Status write(const void* data, size_t size);
   uint64_t written() const { return written_; }
-  Status commit();  // flush, fsync, rename
+  Status commit();  // flush, then rename_durably
   const std::string& temp_path() const { return temp_path_; }
 
  private:
