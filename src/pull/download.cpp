@@ -260,6 +260,17 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
 
   KIPP_TRY(transfer(context, file, part, outcome));
   KIPP_ASSIGN(FileCheck check, check_file(part, file, context.progress));
+  if (!check.matches && outcome.resumed_from > 0) {
+    // The bytes an earlier run left are trusted only until the whole file is checked: a .part torn
+    // by a power loss (a tail the disk never received reads as zeros) fails here, and costs one
+    // fresh transfer rather than a failed pull.
+    say(context, file.name + ": the download resumed from an earlier partial file does not verify (" + check.mismatch +
+                     "); downloading it from the start");
+    std::remove(part.c_str());
+    outcome.resumed_from = 0;
+    KIPP_TRY(transfer(context, file, part, outcome));
+    KIPP_ASSIGN(check, check_file(part, file, context.progress));
+  }
   if (!check.matches) {
     std::remove(part.c_str());
     return fail(file.name, ": ", check.mismatch, "; removed the bad download ", part);
