@@ -27,6 +27,8 @@ Faults, from the command line:
   --require-token T    the hub answers 401 to requests without `Authorization: Bearer T` (403 for another token)
   --no-listing         the tree listing answers 404
   --bad-listing        the tree listing answers 200 with a body that is not JSON
+  --rate N             file bodies go out at about N bytes per second (in pieces of 64 KiB), slow
+                       enough for a test to interrupt a transfer midway
 Prints the hub's port as the first line of stdout, and appends one JSON line per request to --log:
 {"server", "method", "path", "range", "authorization", "time"}. --hash-cache FILE keeps the fixture's
 hashes between runs.
@@ -45,6 +47,7 @@ import time
 import urllib.parse
 
 CHUNK = 1 << 20
+RATE_PIECE = 64 << 10
 CDN_HOST = "127.0.0.2"
 SIGNING_KEY = os.urandom(16)
 URL_LIFETIME_S = 3600
@@ -153,6 +156,7 @@ class Hub:
                                   "left": int(parts[2]) if len(parts) > 2 and parts[2] else None,
                                   "retry_after": parts[3] if len(parts) > 3 else None})
         self.no_listing, self.bad_listing, self.page_size = args.no_listing, args.bad_listing, args.page_size
+        self.rate = args.rate
         self.token = args.require_token
         self.hub_port = self.cdn_port = None
         self.lock = threading.Lock()
@@ -346,11 +350,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         drop_after = hub.take_drop(file)
         corrupt_at = hub.corrupt.get(file)
         sent = 0
+        piece = RATE_PIECE if hub.rate else CHUNK
         with open(path, "rb") as handle:
             handle.seek(start)
             position = start
             while position <= end:
-                chunk = bytearray(handle.read(min(CHUNK, end - position + 1)))
+                chunk = bytearray(handle.read(min(piece, end - position + 1)))
                 if not chunk:
                     break
                 if corrupt_at is not None and position <= corrupt_at < position + len(chunk):
@@ -364,6 +369,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
                 sent += len(chunk)
                 position += len(chunk)
+                if hub.rate:
+                    time.sleep(len(chunk) / hub.rate)
 
 
 def serve(hub, host, role):
@@ -387,6 +394,7 @@ def main():
     parser.add_argument("--require-token")
     parser.add_argument("--no-listing", action="store_true")
     parser.add_argument("--bad-listing", action="store_true")
+    parser.add_argument("--rate", type=float, default=0, help="bytes per second of file bodies (0: unlimited)")
     args = parser.parse_args()
     hub = Hub(args)
     hub_server, cdn_server = serve(hub, "127.0.0.1", "hub"), serve(hub, CDN_HOST, "cdn")
