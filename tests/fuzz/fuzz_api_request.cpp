@@ -4,6 +4,7 @@
 // limits. Whatever it accepts goes on as the server takes it: chat prompts are rendered for each
 // chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked.
 #include <cstdint>
+#include <string_view>
 #include <variant>
 
 #include "engine/chat_template.h"
@@ -32,9 +33,9 @@ std::variant<ApiRequest, ApiError> read_body(size_t route, std::string_view body
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  kipp::fuzz::Routed input;
-  if (!kipp::fuzz::split_route(data, size, 4, input)) return 0;
-  auto parsed = read_body(input.route, input.body);
+  const auto input = kipp::fuzz::split_route(data, size, 4);
+  if (!input) return 0;
+  auto parsed = read_body(input->route, input->body);
   auto* request = std::get_if<ApiRequest>(&parsed);
   if (!request) return 0;
 
@@ -45,6 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (kipp::Variant variant : {kipp::Variant::instruct, kipp::Variant::instruct_2507, kipp::Variant::thinking_2507})
       (void)kipp::render_chat(variant, request->messages, options);
   }
-  if (request->structured) kipp::fuzz::walk_grammar(*request->structured->grammar, input.body);
+  if (request->structured) kipp::fuzz::walk_grammar(*request->structured->grammar, input->body);
   return 0;
 }

@@ -3,14 +3,15 @@
 // 8-byte header length, the JSON header, the data; every tensor it lists is read back), '1'
 // config.json, '2' tokenizer.json, then a NUL byte and tokenizer_config.json ("{}" without one),
 // each checked against the tiny test checkpoint's entry as `kipp convert` would.
-#include <stdlib.h>
-#include <unistd.h>
+#include <stdlib.h>  // mkdtemp
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "convert/hf_config.h"
@@ -63,19 +64,20 @@ void read_safetensors(std::string_view file) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const kipp::Checkpoint& checkpoint = *kipp::find_checkpoint("kipp-test/qwen3-tiny");
-  kipp::fuzz::Routed input;
-  if (!kipp::fuzz::split_route(data, size, 3, input)) return 0;
-  switch (input.route) {
+  const auto input = kipp::fuzz::split_route(data, size, 3);
+  if (!input) return 0;
+  const std::string_view body = input->body;
+  switch (input->route) {
     case 0:
-      read_safetensors(input.body);
+      read_safetensors(body);
       break;
     case 1:
-      (void)kipp::check_hf_config(std::string(input.body), checkpoint);
+      (void)kipp::check_hf_config(std::string(body), checkpoint);
       break;
     default: {
-      const size_t split = input.body.find('\0');
-      const std::string tokenizer(input.body.substr(0, split));
-      const std::string config = split == std::string_view::npos ? "{}" : std::string(input.body.substr(split + 1));
+      const size_t split = body.find('\0');
+      const std::string tokenizer(body.substr(0, split));
+      const std::string config = split == std::string_view::npos ? "{}" : std::string(body.substr(split + 1));
       (void)kipp::convert_hf_tokenizer(tokenizer, config, checkpoint);
     }
   }

@@ -1,6 +1,7 @@
 // libFuzzer target: llama.cpp's `grammar` field hands the GBNF compiler text from a request.
 // Bytes are one grammar file, compiled with its root rule and walked as generation would.
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 #include "fuzz_support.h"

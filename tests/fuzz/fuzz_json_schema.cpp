@@ -3,6 +3,8 @@
 // a body (refused past the default nesting limit, then parsed), compiled strictly and, when that
 // refuses, leniently (what strict: false would do), and the grammar is walked as generation would.
 #include <cstdint>
+#include <string_view>
+#include <utility>
 #include <variant>
 
 #include "fuzz_support.h"

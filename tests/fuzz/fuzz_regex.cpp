@@ -2,6 +2,7 @@
 // expression compiler straight from a request. Bytes are one pattern, compiled over plain UTF-8,
 // checked as a grammar and walked, steered by the pattern's own text (a literal pattern matches it).
 #include <cstdint>
+#include <string_view>
 #include <utility>
 
 #include "fuzz_support.h"

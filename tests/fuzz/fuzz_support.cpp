@@ -14,10 +14,9 @@ constexpr size_t kWalkBytes = 64;
 
 }  // namespace
 
-bool split_route(const uint8_t* data, size_t size, size_t routes, Routed& out) {
-  if (size == 0) return false;
-  out = {data[0] % routes, text_of(data + 1, size - 1)};
-  return true;
+std::optional<Routed> split_route(const uint8_t* data, size_t size, size_t routes) {
+  if (size == 0) return std::nullopt;
+  return Routed{data[0] % routes, text_of(data + 1, size - 1)};
 }
 
 void walk_grammar(grammar::Grammar grammar, std::string_view steer) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "grammar/grammar.h"
@@ -22,7 +23,7 @@ struct Routed {
   size_t route;
   std::string_view body;
 };
-bool split_route(const uint8_t* data, size_t size, size_t routes, Routed& out);
+std::optional<Routed> split_route(const uint8_t* data, size_t size, size_t routes);
 
 // Builds the grammar's automaton (as the engine does for each constrained request) and walks it
 // for a few bytes: each step takes the next byte of `steer` when the automaton allows it, else the
