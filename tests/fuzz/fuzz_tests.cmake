@@ -29,7 +29,9 @@ function(kipp_fuzz_test name default_seconds)
 endfunction()
 
 kipp_fuzz_test(gguf 60)
-kipp_fuzz_test(json_schema 30)
+# Replaying its ~530 seeds (real schemas, some compiling for seconds under ASan) takes 20-30 s on
+# two busy cores before any mutation: 90 s leaves a minute of fuzzing.
+kipp_fuzz_test(json_schema 90)
 # Patterns and grammars are short texts: shorter inputs keep the mutations on their syntax.
 kipp_fuzz_test(regex 30 MAX_LEN 16384)
 kipp_fuzz_test(gbnf 30 MAX_LEN 16384)
