@@ -5,13 +5,18 @@
 # (fuzz.tokenizer is registered beside its fuzzer, in tests/tokenizer.)
 
 # kipp_fuzz_test(<name> <default seconds> [MAX_LEN <bytes>]): the test fuzz.<name>, running
-# kipp_fuzz_<name> from seeds/<name> for KIPP_FUZZ_SECONDS_<NAME> seconds (a cache variable, so a
-# machine with time to spare can fuzz longer: -DKIPP_FUZZ_SECONDS_JSON_SCHEMA=600).
+# kipp_fuzz_<name> from seeds/<name> for KIPP_FUZZ_SECONDS_<NAME> seconds, a cache variable so that
+# a machine with time to spare can fuzz longer (-DKIPP_FUZZ_SECONDS_JSON_SCHEMA=600). It is empty
+# unless set, so that a build tree follows the default written here when that changes.
 function(kipp_fuzz_test name default_seconds)
   cmake_parse_arguments(arg "" "MAX_LEN" "" ${ARGN})
   string(TOUPPER ${name} upper)
-  set(seconds_var KIPP_FUZZ_SECONDS_${upper})
-  set(${seconds_var} ${default_seconds} CACHE STRING "Seconds the ctest test fuzz.${name} fuzzes for")
+  set(KIPP_FUZZ_SECONDS_${upper} "" CACHE STRING
+      "Seconds the ctest test fuzz.${name} fuzzes for (empty: ${default_seconds})")
+  set(seconds ${default_seconds})
+  if(KIPP_FUZZ_SECONDS_${upper})
+    set(seconds ${KIPP_FUZZ_SECONDS_${upper}})
+  endif()
   set(options)
   if(arg_MAX_LEN)
     list(APPEND options -DMAX_LEN=${arg_MAX_LEN})
@@ -21,10 +26,10 @@ function(kipp_fuzz_test name default_seconds)
             -DFUZZER=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/kipp_fuzz_${name}
             -DSEEDS=${KIPP_SANITIZER_BUILD_DIR}/tests/fuzz/seeds/${name}
             -DWORK_DIR=${CMAKE_BINARY_DIR}/fuzz/${name}
-            -DSECONDS=${${seconds_var}} ${options}
+            -DSECONDS=${seconds} ${options}
             -P ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/run_fuzz.cmake)
   # Room beyond the fuzzing for loading the corpus and for writing a reproducer.
-  math(EXPR timeout "${${seconds_var}} + 120")
+  math(EXPR timeout "${seconds} + 120")
   set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${timeout})
 endfunction()
 
