@@ -20,7 +20,10 @@ std::string agent_reply(const ReplicaLoad& load) {
   const double queue = double(stats.waiting) / std::max<uint32_t>(1, load.max_waiting);
   const double used = std::max(kv, queue);
   const int weight = used < 0.5 ? 100 : used < 0.75 ? 50 : used < 0.9 ? 25 : 1;
-  return "up " + std::to_string(weight) + "%\n";
+  // "ready" as well as "up": a drain the replica's last process reported is an administrative state
+  // that HAProxy keeps through any number of "up" replies, so a replica restarted after SIGTERM
+  // would never get traffic again; "ready" lifts it.
+  return "up ready " + std::to_string(weight) + "%\n";
 }
 
 namespace {

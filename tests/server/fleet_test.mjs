@@ -7,7 +7,8 @@
 //   - a replica killed with SIGKILL mid-run: every non-streamed request still gets the answer a
 //     lone server gives, a stream cut by the kill ends without [DONE], and the supervisor brings
 //     the replica back into HAProxy's pool within 10 s;
-//   - a replica sent SIGTERM drains: its running requests complete and it takes no new request.
+//   - a replica sent SIGTERM drains: its running requests complete and it takes no new request;
+//     restarted, it is taken back into the pool.
 //
 //   node fleet_test.mjs KIPP MODEL SCRATCH_DIR
 import assert from 'node:assert/strict';
@@ -242,5 +243,13 @@ describe('a fleet behind HAProxy', () => {
       assert.equal(r.status, 200, r.text);
       assert.equal(JSON.parse(r.text).choices[0].finish_reason, 'length');
     }
+    // The drained replica exits and the supervisor starts it again: its new process is taken back
+    // into the pool (HAProxy keeps an agent's drain through any number of plain "up" replies).
+    let back = false;
+    for (let i = 0; i < 600 && !back; ++i) {
+      back = (await stats()).replica3?.startsWith('UP');
+      if (!back) await sleep(100);
+    }
+    assert.ok(back, `replica3 is back in the pool after its drain: ${JSON.stringify(await stats())}`);
   });
 });

@@ -22,12 +22,12 @@ ReplicaLoad load(uint32_t running, uint32_t waiting, uint32_t blocks_used) {
 }
 
 TEST(AgentReply, TheWeightFallsInStepsWithTheKvPoolOrTheQueue) {
-  EXPECT_EQ(agent_reply(load(0, 0, 0)), "up 100%\n");
-  EXPECT_EQ(agent_reply(load(4, 0, 49)), "up 100%\n");  // a full batch, nothing waiting: at its best
-  EXPECT_EQ(agent_reply(load(1, 0, 50)), "up 50%\n");   // the KV pool half used
-  EXPECT_EQ(agent_reply(load(4, 8, 20)), "up 25%\n");   // the queue 80% full
-  EXPECT_EQ(agent_reply(load(4, 9, 20)), "up 1%\n");    // never 0%, which means drain
-  EXPECT_EQ(agent_reply(load(4, 30, 100)), "up 1%\n");  // beyond full is still full
+  EXPECT_EQ(agent_reply(load(0, 0, 0)), "up ready 100%\n");
+  EXPECT_EQ(agent_reply(load(4, 0, 49)), "up ready 100%\n");  // a full batch, nothing waiting: at its best
+  EXPECT_EQ(agent_reply(load(1, 0, 50)), "up ready 50%\n");   // the KV pool half used
+  EXPECT_EQ(agent_reply(load(4, 8, 20)), "up ready 25%\n");   // the queue 80% full
+  EXPECT_EQ(agent_reply(load(4, 9, 20)), "up ready 1%\n");    // never 0%, which means drain
+  EXPECT_EQ(agent_reply(load(4, 30, 100)), "up ready 1%\n");  // beyond full is still full
   ReplicaLoad draining = load(0, 0, 0);
   draining.draining = true;
   EXPECT_EQ(agent_reply(draining), "drain #draining\n");
