@@ -39,8 +39,10 @@ struct ServeArgs {
   std::optional<uint16_t> agent_port;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
+  unsigned request_workers = 2;
   unsigned max_connections = 256;
   uint64_t max_body_bytes = 8 << 20;
+  uint64_t max_queued_bytes = 4 << 20;
   double request_timeout = 30, idle_timeout = 60, write_timeout = 30;
   double drain_timeout = 30;
   bool speculate = false;
@@ -88,6 +90,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.chat_template = std::string(loaded.file->tokenizer().chat_template);
   config.max_sequences = options.max_sequences;
   config.max_waiting = options.max_waiting;
+  config.workers = args.request_workers;
   config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
@@ -117,6 +120,7 @@ int run_serve(const ServeArgs& args) {
   http_options.limits.request_timeout = millis(args.request_timeout);
   http_options.limits.idle_timeout = millis(args.idle_timeout);
   http_options.limits.write_timeout = millis(args.write_timeout);
+  http_options.limits.max_queued_bytes = args.max_queued_bytes;
   http_options.error_format = server::http_error_response;
 
   std::atomic<server::ApiServer*> api{nullptr};
@@ -213,6 +217,9 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   sub->add_option("--max-waiting", args->max_waiting, "Most queued requests before 503 (default 64)")
       ->check(CLI::Range(1, 100000));
+  sub->add_option("--request-workers", args->request_workers,
+                  "Threads that read, compile and tokenize requests (default 2): a slow one holds up only itself")
+      ->check(CLI::Range(1, 64));
   sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
       ->check(CLI::Range(1, 65536));
   sub->add_flag("--spec", args->speculate,
@@ -237,6 +244,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--write-timeout", args->write_timeout,
                   "Seconds a client may stop reading before it is dropped (default 30)")
       ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("--max-queued-bytes", args->max_queued_bytes,
+                  "Bytes of a streamed answer waiting for a slow client before it is dropped (default 4 MiB)")
+      ->check(CLI::Range(uint64_t(4096), uint64_t(1) << 32));
   args->backend.add_to(*sub);
   return {sub, [args] { return run_serve(*args); }};
 }

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/token_constraint.h"
+#include "util/json_fields.h"
 #include "util/python_json.h"
 
 namespace kipp {
@@ -96,7 +97,12 @@ void ToolCallExtractor::plain(std::string_view text, Output& out) {
 
 void ToolCallExtractor::close_call(Output& out) {
   in_call_ = false;
-  const nlohmann::ordered_json call = nlohmann::ordered_json::parse(body_, nullptr, /*allow_exceptions=*/false);
+  // The model's text, which a prompt can steer: nested deeper than any file Kipp reads, it stays
+  // text (reading its arguments would recurse once per level).
+  const json::ShapeLimits readable_shape{.depth = json::kMaxFileDepth, .members = json::kMaxObjectMembers};
+  const nlohmann::ordered_json call = json::shape_of(body_, readable_shape) != json::Shape::fits
+                                          ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
+                                          : nlohmann::ordered_json::parse(body_, nullptr, /*allow_exceptions=*/false);
   const bool readable = call.is_object() && call.contains("name") && call["name"].is_string() &&
                         call.contains("arguments") && call["arguments"].is_object();
   if (!readable) {

@@ -78,7 +78,7 @@ RuleId GrammarBuilder::add(std::string_view name, std::vector<Sequence> alternat
 
 Status GrammarBuilder::check_item_count() const {
   if (item_count_ > kMaxGrammarItems)
-    return fail("the grammar has ", item_count_, " items, more than the limit of ", kMaxGrammarItems);
+    return limit_exceeded("the grammar has ", item_count_, " items, more than the limit of ", kMaxGrammarItems);
   return {};
 }
 

@@ -163,7 +163,17 @@ std::optional<uint64_t> count_of(const json& value) {
 struct CompileBudget {
   size_t nesting = 0;  // node_rule calls in progress
   size_t views = 0;    // view_rule calls so far
+  size_t numbers = 0;  // digit automata built: bounds, multipleOf and number literals
 };
+
+// The numbers inside a value (an enum's or const's).
+size_t numbers_in(const json& value) {
+  if (value.is_number()) return 1;
+  size_t count = 0;
+  if (value.is_structured())
+    for (const json& part : value) count += numbers_in(part);
+  return count;
+}
 
 class Compiler {
  public:
@@ -185,6 +195,9 @@ class Compiler {
 
  private:
   Status refuse(const Keyword& keyword, std::string_view reason);
+  // Each number rule is a digit automaton of its own (milliseconds and ~100 KB): refused past
+  // kMaxSchemaNumbers for the whole schema, however they are spread over enums and subschemas.
+  Status spend_numbers(const Keyword& keyword, size_t count);
   Result<View> view_of(const SchemaLocation& location);
   Result<SchemaLocation> target_of(const Keyword& ref);
   Result<RuleId> nested(const SchemaLocation& location);
@@ -239,10 +252,20 @@ class Compiler {
   CompileBudget& budget_;
   std::optional<RuleId> any_value_, any_object_, any_string_, never_;
   std::set<RuleId> empty_rules_;  // rules known to match nothing: never() and rules only calling it
+  std::map<std::string, std::shared_ptr<Automaton>> key_automata_;  // key_matches' patterns
 
  public:
   bool matches_nothing(RuleId rule) const { return empty_rules_.contains(rule); }
 };
+
+Status Compiler::spend_numbers(const Keyword& keyword, size_t count) {
+  budget_.numbers += count;
+  if (budget_.numbers > kMaxSchemaNumbers)
+    return refusal(keyword.name, keyword.pointer,
+                   "the schema's numbers (bounds, multipleOf, enum and const values) need more than the limit of " +
+                       std::to_string(kMaxSchemaNumbers) + " number rules");
+  return {};
+}
 
 Status Compiler::refuse(const Keyword& keyword, std::string_view reason) {
   if (options_.strict) return refusal(keyword.name, keyword.pointer, reason);
@@ -628,6 +651,8 @@ Result<RuleId> Compiler::literal_choice(View view, uint8_t types, const std::str
     }
     valid = std::move(checked).value();
   }
+  for (size_t i = 0; i < candidates.size(); ++i)
+    if (valid[i]) KIPP_TRY(spend_numbers(first, numbers_in(candidates[i])));
   std::vector<Sequence> alternatives;
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (!valid[i]) continue;
@@ -707,6 +732,8 @@ Result<std::optional<RuleId>> Compiler::number_rule_of(const View& view, bool in
     constraints.multiple_of = *value;
     step = keyword;
   }
+  const Keyword* first = view.keywords.empty() ? nullptr : &view.keywords.begin()->second[0];
+  if (first) KIPP_TRY(spend_numbers(*first, 1));
   auto rule = number_rule(builder_, constraints);
   if (!rule && step) {
     KIPP_TRY(refuse(*step, rule.error().message));
@@ -750,6 +777,7 @@ Result<std::optional<RuleId>> Compiler::string_rule_of(const View& view) {
       auto rule = keyword.name == "pattern" ? compile_pattern(builder_, text, chars_.char_rule())
                                             : compile_format(builder_, text, chars_.char_rule());
       if (!rule) {
+        if (rule.error().over_limit) return refusal(keyword.name, keyword.pointer, rule.error().message);
         KIPP_TRY(refuse(keyword, rule.error().message));
         continue;
       }
@@ -790,11 +818,14 @@ Result<bool> Compiler::unevaluated_enforceable(const View& view, const Keyword& 
 }
 
 Result<bool> Compiler::key_matches(const std::string& pattern, const std::string& name) {
-  GrammarBuilder builder;
-  JsonStringChars chars;
-  KIPP_ASSIGN(const RuleId rule, compile_pattern(builder, pattern, chars.char_rule()));
-  KIPP_ASSIGN(Grammar grammar, std::move(builder).finish(rule));
-  KIPP_ASSIGN(auto automaton, Automaton::create(std::move(grammar)));
+  std::shared_ptr<Automaton>& automaton = key_automata_[pattern];  // once, however many keys are asked
+  if (!automaton) {
+    GrammarBuilder builder;
+    JsonStringChars chars;
+    KIPP_ASSIGN(const RuleId rule, compile_pattern(builder, pattern, chars.char_rule()));
+    KIPP_ASSIGN(Grammar grammar, std::move(builder).finish(rule));
+    KIPP_ASSIGN(automaton, Automaton::create(std::move(grammar)));
+  }
   KIPP_ASSIGN(const TextCheck check, check_text(*automaton, escape_json_string(name)));
   return check.complete;
 }

@@ -92,6 +92,9 @@ inline constexpr size_t kMaxSchemaViews = 10'000;
 // The values of one enum, and the subschemas of one allOf / anyOf / oneOf.
 inline constexpr size_t kMaxEnumValues = 10'000;
 inline constexpr size_t kMaxSchemaBranches = 1'000;
+// Number rules built in all (each numeric bound set, multipleOf, and number in an enum or const
+// is a digit automaton of its own: milliseconds and ~100 KB each).
+inline constexpr size_t kMaxSchemaNumbers = 2'000;
 
 // The keyword and pointer of a refusal message "keyword '<k>' at <pointer>: <reason>"; nullopt for
 // any other error (an invalid document, a grammar over the size limit).

@@ -6,6 +6,11 @@
 namespace kipp::grammar {
 namespace {
 
+// Parse stacks one state's closure may visit: nested repetitions of what can match nothing
+// (((a?){1000}){1000}) or rules that call themselves twice make a closure of millions, and filling
+// it takes seconds before kMaxNodes says no.
+constexpr uint64_t kMaxClosureSteps = 500'000;
+
 // Where a permutation node stands: before its first member, after a member (a separator or the
 // end may follow), or after a separator (a member must follow).
 enum PermutationPhase : uint32_t { kPermStart = 0, kPermAfterMember = 1, kPermAfterSeparator = 2 };
@@ -102,6 +107,7 @@ Result<uint32_t> Automaton::continuation(uint32_t position, uint32_t parent) {
 
 Status Automaton::closure(std::vector<uint32_t>& work, std::vector<uint32_t>& tops, bool& accepting) {
   ++stamp_;
+  const uint64_t steps_before = steps_;
   while (!work.empty()) {
     const uint32_t id = work.back();
     work.pop_back();
@@ -111,7 +117,9 @@ Status Automaton::closure(std::vector<uint32_t>& work, std::vector<uint32_t>& to
     }
     if (visit_stamp_[id] == stamp_) continue;
     visit_stamp_[id] = stamp_;
-    ++steps_;
+    if (++steps_ - steps_before > kMaxClosureSteps)
+      return limit_exceeded("one matcher state needs more than the limit of ", kMaxClosureSteps,
+                            " parse stacks (the grammar nests repetitions of what can match nothing, or is too ambiguous)");
     const Node node = nodes_[id];  // a copy: interning below may move the nodes
     const FlatItem item = items_[node.position];
     switch (item.kind) {

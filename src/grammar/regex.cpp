@@ -282,7 +282,7 @@ class RewriteBudget {
   Status spend(size_t nodes) {
     left_ = nodes > left_ ? 0 : left_ - nodes;
     if (left_ == 0)
-      return fail("pattern: rewriting its repetitions of optional parts takes more than ", kMaxRewrittenNodes,
+      return limit_exceeded("pattern: rewriting its repetitions of optional parts takes more than ", kMaxRewrittenNodes,
                   " nodes: simplify the pattern");
     return {};
   }
@@ -468,7 +468,7 @@ class Parser {
   Result<Node> parse_group() {
     const size_t start = pos_;
     if (group_depth_ == kMaxPatternGroupDepth)
-      return fail("pattern: groups nest deeper than the limit of ", kMaxPatternGroupDepth, " levels at offset ", start);
+      return limit_exceeded("pattern: groups nest deeper than the limit of ", kMaxPatternGroupDepth, " levels at offset ", start);
     ++pos_;  // '('
     if (peek() == '?') {
       if (peek(1) == ':') {
@@ -801,7 +801,7 @@ Result<RuleId> compile_pattern(GrammarBuilder& builder, std::string_view pattern
   KIPP_TRY(builder.check_item_count());  // the patterns before this one may have filled it
   KIPP_ASSIGN(std::vector<uint32_t> points, code_points(pattern));
   if (points.size() > max_code_points)
-    return fail("pattern: ", points.size(), " code points, more than the limit of ", max_code_points);
+    return limit_exceeded("pattern: ", points.size(), " code points, more than the limit of ", max_code_points);
   Parser parser(std::move(points));
   KIPP_ASSIGN(std::vector<Alternative> alternatives, parser.parse_pattern());
   Emitter emitter(builder, char_rule);

@@ -10,10 +10,21 @@
 #include "engine/chat_messages.h"
 #include "engine/tool_calls.h"
 #include "grammar/gbnf.h"
+#include "grammar/matcher.h"
 #include "server/request_fields.h"
+#include "util/json_fields.h"
 
 namespace kipp::server {
 namespace {
+
+// The constraint's automaton is built here once, on the request's worker thread, so that a grammar
+// whose first state is beyond the matcher's limits is a 400 before any work, not a failure when
+// the scheduler admits it.
+std::optional<std::string> unrunnable(const grammar::Grammar& grammar) {
+  auto automaton = grammar::Automaton::create(grammar);
+  if (!automaton) return automaton.error().message;
+  return std::nullopt;
+}
 
 using Json = nlohmann::ordered_json;  // the client's key order: the chat template prints tools as sent
 
@@ -316,6 +327,7 @@ class Reader {
     }
     auto compiled = grammar::compile_gbnf(field.gbnf);
     if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);
+    if (auto problem = unrunnable(*compiled)) return field_error(field.field, "the GBNF grammar is not usable: " + *problem);
     StructuredOutput structured;
     structured.field = field.field;
     structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
@@ -375,6 +387,7 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
   options.strict = strict;
   auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
   if (!compiled) return field_error(field, compiled.error().message);
+  if (auto problem = unrunnable(compiled->grammar)) return field_error(field, *problem);
   StructuredOutput structured;
   structured.field = field;
   structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
@@ -399,32 +412,16 @@ std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& 
   return std::nullopt;
 }
 
-bool json_nesting_exceeds(std::string_view body, uint32_t limit) {
-  uint32_t depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : body) {
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return true;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return false;
-}
-
 std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits) {
   if (body.empty()) return ApiError{400, "the request body is empty: expected a JSON object", ""};
-  if (json_nesting_exceeds(body, limits.max_json_depth))
-    return ApiError{400, "the JSON nests deeper than " + std::to_string(limits.max_json_depth) + " levels", ""};
+  switch (json::shape_of(body, {.depth = limits.max_json_depth, .members = limits.max_object_members})) {
+    case json::Shape::fits: break;
+    case json::Shape::too_deep:
+      return ApiError{400, "the JSON nests deeper than " + std::to_string(limits.max_json_depth) + " levels", ""};
+    case json::Shape::too_many_members:
+      return ApiError{400, "a JSON object in the body has more than the limit of " +
+                               std::to_string(limits.max_object_members) + " members", ""};
+  }
   try {
     return Json::parse(body);
   } catch (const Json::exception& error) {

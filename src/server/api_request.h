@@ -27,6 +27,7 @@
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "server/api_error.h"
+#include "util/json_fields.h"
 
 namespace kipp::server {
 
@@ -35,6 +36,7 @@ enum class Endpoint { completions, chat, messages };  // messages: Anthropic's /
 struct ApiLimits {
   uint32_t vocab = 0;          // token ids must be below it
   uint32_t max_json_depth = 64;
+  uint32_t max_object_members = json::kMaxObjectMembers;
   uint32_t max_n = 8;
   uint32_t max_prompts = 32;   // completions: prompts in one request
   uint32_t max_stop_strings = 4;
@@ -122,9 +124,5 @@ std::string effort_names();
 
 // The sampling settings of a request: the client's fields over `defaults`.
 SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults);
-
-// Whether `body` nests arrays and objects deeper than `limit` (strings are skipped), checked
-// before parsing so that a hostile body cannot exhaust the parser's stack.
-bool json_nesting_exceeds(std::string_view body, uint32_t limit);
 
 }  // namespace kipp::server

@@ -40,7 +40,7 @@ ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Schedu
       think_tokens_(find_think_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
-  worker_ = std::thread([this] { work(); });
+  for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(); });
 }
 
 ApiServer::~ApiServer() {
@@ -49,7 +49,7 @@ ApiServer::~ApiServer() {
     stopping_ = true;
   }
   pending_ready_.notify_all();
-  worker_.join();
+  for (std::thread& worker : workers_) worker.join();
   for (Pending& pending : pending_)
     pending.exchange->respond(
         error_response(dialect_of(pending.request.path), {503, "the server is stopping", "", "server_error"}));

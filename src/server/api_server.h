@@ -37,15 +37,18 @@ struct ApiConfig {
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
   uint32_t max_sequences = 0;          // evaluated together, for GET /props
   uint32_t max_waiting = 0;            // the queue's room, for the agent's load
+  // Threads that read, compile and tokenize requests: a request whose constraint takes long to
+  // compile holds up only its own thread, while the others keep taking requests.
+  unsigned workers = 2;
 };
 
 class ApiServer {
  public:
   ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler);
-  // Answers what is still queued for the worker with 503 and joins it; destroy before the scheduler.
+  // Answers what is still queued for the workers with 503 and joins them; destroy before the scheduler.
   ~ApiServer();
-  // The HttpHandler: answers one request. Completions are read, tokenized and submitted on a
-  // worker thread, so a large body never holds up the I/O thread (and the other connections).
+  // The HttpHandler: answers one request. Completions are read, tokenized and submitted on the
+  // worker threads, so a large body never holds up the I/O thread (and the other connections).
   void handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
 
   // Graceful shutdown: /health turns 503 "draining" and requests are refused with 503 (a router
@@ -106,7 +109,7 @@ class ApiServer {
   std::condition_variable pending_ready_;
   std::deque<Pending> pending_;
   bool stopping_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 // Answers while the model loads: /health and /healthz say 503 "loading", everything else 503.

@@ -16,6 +16,9 @@ struct Error {
   // The host named could not be reached at all (no route, no DNS, refused): being offline, as
   // opposed to every other failure. The CLI gives it its own exit status.
   bool unreachable = false;
+  // A bound on what one input may cost was met (nesting, size, work): refused however lenient
+  // the caller is about what it cannot honour.
+  bool over_limit = false;
 };
 
 // Builds an Error by streaming every argument: fail("tensor ", name, ": expected ", n).
@@ -24,6 +27,14 @@ Error fail(const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
   return Error{out.str()};
+}
+
+// fail() for a limit met: the error says over_limit.
+template <class... Parts>
+Error limit_exceeded(const Parts&... parts) {
+  Error error = fail(parts...);
+  error.over_limit = true;
+  return error;
 }
 
 // Prefixes context to an error on its way up: "model.gguf: " + "bad magic".

@@ -1,8 +1,42 @@
 #include "util/json_fields.h"
 
+#include <vector>
+
 namespace kipp::json {
 
+Shape shape_of(std::string_view text, const ShapeLimits& limits) {
+  // Per open container: whether it is an object, and the commas seen at its level.
+  struct Open {
+    bool object;
+    uint32_t commas;
+  };
+  std::vector<Open> open;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (open.size() == limits.depth) return Shape::too_deep;
+      open.push_back({c == '{', 0});
+    } else if ((c == ']' || c == '}') && !open.empty()) {
+      open.pop_back();
+    } else if (c == ',' && !open.empty() && open.back().object && ++open.back().commas >= limits.members) {
+      return Shape::too_many_members;
+    }
+  }
+  return Shape::fits;
+}
+
 Result<Json> parse(const std::string& text, const std::string& what) {
+  if (shape_of(text, {.depth = kMaxFileDepth}) != Shape::fits)
+    return fail(what, ": nests deeper than the limit of ", kMaxFileDepth, " levels");
   Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return fail(what, ": not valid JSON");
   return parsed;

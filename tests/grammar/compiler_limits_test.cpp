@@ -65,6 +65,52 @@ TEST(CompilerLimits, PatternNestingGroupsDeeplyIsRefusedAtItsLimit) {
   EXPECT_FALSE(accepts(*allowed, "aba"));
 }
 
+TEST(CompilerLimits, APatternOverALimitIsRefusedWhateverStrictSays) {
+  // strict = false leaves out what cannot be enforced; a limit met is no such thing.
+  const json schema = {{"type", "string"}, {"pattern", repeated("(", 100) + "a" + repeated(")", 100)}};
+  for (const bool strict : {true, false}) {
+    auto refused = compile_json_schema(schema, {.strict = strict});
+    ASSERT_FALSE(refused.ok());
+    const auto where = parse_refusal(refused.error().message);
+    ASSERT_TRUE(where.has_value()) << refused.error().message;
+    EXPECT_EQ(where->pointer, "/pattern");
+    EXPECT_NE(refused.error().message.find("groups nest deeper than the limit of"), std::string::npos);
+  }
+}
+
+TEST(CompilerLimits, NestedRepetitionsOfWhatMatchesNothingStopAtTheClosureLimit) {
+  // A fuzzer's finding: ((a?){1000}){1000} is a short pattern whose first state holds a million
+  // parse stacks; filling it took seconds before the node limit said no.
+  auto grammar = pattern_grammar("^((a?){1000}){1000}$");
+  ASSERT_TRUE(grammar.ok()) << grammar.error().message;
+  auto automaton = Automaton::create(std::move(grammar).value());
+  ASSERT_FALSE(automaton.ok());
+  EXPECT_NE(automaton.error().message.find("parse stacks"), std::string::npos) << automaton.error().message;
+  EXPECT_TRUE(automaton.error().over_limit);
+  // Its smaller twin is an ordinary pattern.
+  auto small = pattern_grammar("^((a?){10}){10}$");
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(accepts(*small, std::string(57, 'a')));
+  EXPECT_FALSE(accepts(*small, std::string(101, 'a')));
+}
+
+TEST(CompilerLimits, NumberRulesAreCountedOverTheWholeSchema) {
+  // Each number literal is a digit automaton of its own: an enum of numbers is cheap to send and
+  // was seconds and a gigabyte to compile.
+  json numbers = json::array();
+  for (size_t i = 0; i <= kMaxSchemaNumbers; ++i) numbers.push_back(i);
+  auto refused = compile_json_schema({{"enum", numbers}});
+  ASSERT_FALSE(refused.ok());
+  const auto where = parse_refusal(refused.error().message);
+  ASSERT_TRUE(where.has_value()) << refused.error().message;
+  EXPECT_EQ(where->keyword, "enum");
+  EXPECT_NE(refused.error().message.find("the limit of " + std::to_string(kMaxSchemaNumbers)), std::string::npos);
+  auto few = compile_json_schema({{"enum", {1, 2.5, 30}}});
+  ASSERT_TRUE(few.ok()) << few.error().message;
+  EXPECT_TRUE(accepts(few->grammar, "2.50"));
+  EXPECT_FALSE(accepts(few->grammar, "3"));
+}
+
 TEST(CompilerLimits, PatternLengthIsBounded) {
   auto refused = pattern_grammar(repeated("a", kMaxPatternCodePoints + 1));
   ASSERT_FALSE(refused.ok());

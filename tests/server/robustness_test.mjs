@@ -126,6 +126,42 @@ describe('kipp serve under hostile input', () => {
     await healthy(server);
   });
 
+  // Issue 32's reproduction: one such request used to overflow the regex compiler's stack and take
+  // the whole server down. Every route a schema or grammar can take is refused with a 400 naming
+  // the limit, in the route's error shape, and the server keeps serving.
+  test('constraints built to exhaust a compiler are 400s naming the limit, on every route', async () => {
+    const deepPattern = '('.repeat(4000) + 'a' + ')'.repeat(4000);  // within the length limit
+    const patternSchema = { type: 'object', properties: { s: { type: 'string', pattern: deepPattern } } };
+    const refChain = { $defs: {}, $ref: '#/$defs/d0' };
+    for (let i = 0; i < 300; ++i) refChain.$defs[`d${i}`] = { $ref: `#/$defs/d${i + 1}` };
+    refChain.$defs.d300 = { type: 'integer' };
+    const messages = [{ role: 'user', content: 'hi' }];
+    const openai = (extra) => ({ model: MODEL, messages, max_tokens: 4, ...extra });
+    const cases = [
+      ['/v1/chat/completions', openai({ response_format: { type: 'json_schema',
+        json_schema: { name: 'x', schema: patternSchema } } }), /groups nest deeper than the limit of 64/],
+      ['/v1/chat/completions', openai({ tools: [{ type: 'function', function: { name: 'f', parameters: patternSchema } }],
+        tool_choice: 'required' }), /groups nest deeper than the limit of 64/],
+      ['/v1/chat/completions', openai({ response_format: { type: 'json_schema',
+        json_schema: { name: 'x', schema: refChain } } }), /limit of 256/],
+      ['/v1/chat/completions', openai({ grammar: `root ::= ${'('.repeat(5000)}"a"${')'.repeat(5000)}` }),
+        /nest deeper than 256/],
+      ['/v1/chat/completions', openai({ grammar: `root ::= "x" a\na ::= "y" a` }), /matches no text at all/],
+      ['/v1/messages', { model: MODEL, messages, max_tokens: 4, tools: [{ name: 'f', input_schema: patternSchema }],
+        tool_choice: { type: 'tool', name: 'f' } }, /groups nest deeper than the limit of 64/],
+    ];
+    for (const [route, body, message] of cases) {
+      const response = await fetch(`${server.url}${route}`, { method: 'POST', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' } });
+      const text = await response.text();
+      assert.equal(response.status, 400, text.slice(0, 300));
+      const error = JSON.parse(text).error;
+      assert.equal(error.type, 'invalid_request_error');
+      assert.match(error.message, message);
+    }
+    await healthy(server);
+  });
+
   test('slow headers are cut off; the server keeps serving meanwhile', async () => {
     const slow = exchange(server.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le', { waitMs: 5000 });
     await healthy(server);
@@ -261,7 +297,7 @@ describe('graceful shutdown', () => {
     const server = await startServer(kipp, model, ['--agent-port', '0']);
     const agentPort = Number(/agent port [^:]+:(\d+)/.exec(server.log())[1]);
     const agent = async () => (await exchange(agentPort, '')).text;
-    assert.match(await agent(), /^up \d+%\n$/);
+    assert.match(await agent(), /^up ready \d+%\n$/);
     const stream = openStream(server.port, { ...LONG, max_tokens: 400 });
     await stream.started;
     server.signal('SIGTERM');

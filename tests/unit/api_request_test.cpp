@@ -9,6 +9,7 @@
 
 #include "engine/reasoning_split.h"
 #include "server/api_request.h"
+#include "util/json_fields.h"
 
 namespace kipp::server {
 namespace {
@@ -264,9 +265,24 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
 }
 
 TEST(ApiRequest, NestingIsMeasuredOutsideStrings) {
-  EXPECT_FALSE(json_nesting_exceeds(R"({"a":"[[[[[[[[[[[[[[[[[[[[\"[[[[[["})", 3));
-  EXPECT_TRUE(json_nesting_exceeds("[[[[", 3));
-  EXPECT_FALSE(json_nesting_exceeds("[[[]]]", 3));
+  const json::ShapeLimits three_deep{.depth = 3};
+  EXPECT_EQ(json::shape_of(R"({"a":"[[[[[[[[[[[[[[[[[[[[\"[[[[[["})", three_deep), json::Shape::fits);
+  EXPECT_EQ(json::shape_of("[[[[", three_deep), json::Shape::too_deep);
+  EXPECT_EQ(json::shape_of("[[[]]]", three_deep), json::Shape::fits);
+}
+
+TEST(ApiRequest, MembersAreCountedPerObjectOutsideStrings) {
+  const json::ShapeLimits three_members{.members = 3};
+  EXPECT_EQ(json::shape_of(R"({"a":1,"b":[1,2,3,4,5,6],"c":{"x":1,"y":2,"z":3}})", three_members), json::Shape::fits);
+  EXPECT_EQ(json::shape_of(R"({"a":1,"b":2,"c":3,"d":4})", three_members), json::Shape::too_many_members);
+  EXPECT_EQ(json::shape_of(R"({"a":"1,2,3,4,5","b":2})", three_members), json::Shape::fits);
+  // The limit a server applies: a body with an object of more members is a 400 before parsing.
+  std::string body = R"({"model":"m","prompt":"x","logit_bias":{)";
+  for (int i = 0; i < 1025; ++i) body += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
+  body += "}}";
+  auto request = parse_api_request(Endpoint::completions, body, ApiLimits{.vocab = 151936});
+  ASSERT_TRUE(std::holds_alternative<ApiError>(request));
+  EXPECT_NE(std::get<ApiError>(request).message.find("more than the limit of 1024 members"), std::string::npos);
 }
 
 // Seeded mutations of valid bodies: the reader never crashes, and whatever it accepts is in range.
