@@ -97,8 +97,9 @@ void ToolCallExtractor::plain(std::string_view text, Output& out) {
 
 void ToolCallExtractor::close_call(Output& out) {
   in_call_ = false;
-  // The model's text, which a prompt can steer: nested deeper than any file Kipp reads, it stays
-  // text (reading its arguments would recurse once per level).
+  // The model's text, which a prompt can steer: nested deeper than any file Kipp reads (reading its
+  // arguments recurses once per level), or with more members in an object than a request may send
+  // (read in quadratic time), it stays text.
   const json::ShapeLimits readable_shape{.depth = json::kMaxFileDepth, .members = json::kMaxObjectMembers};
   const nlohmann::ordered_json call = json::shape_of(body_, readable_shape) != json::Shape::fits
                                           ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)

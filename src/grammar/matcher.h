@@ -54,8 +54,8 @@ class Automaton {
   // True when some byte can follow.
   bool continues(StateId state) const;
   size_t state_count() const;
-  // Parse stacks visited while computing states so far: the work a caller bounds (TokenMasks
-  // bounds it per token).
+  // Parse stacks visited while computing states so far: the work that is bounded per state
+  // (closure) and per token set (TokenMasks).
   uint64_t steps() const { return steps_; }
   // The bytes it holds now (states, their transitions and tops, parse stacks), for caches that
   // keep automata within a byte budget. An estimate of the containers' overheads included.
