@@ -69,7 +69,9 @@ TEST(CompilerLimits, APatternOverALimitIsRefusedWhateverStrictSays) {
   // strict = false leaves out what cannot be enforced; a limit met is no such thing.
   const json schema = {{"type", "string"}, {"pattern", repeated("(", 100) + "a" + repeated(")", 100)}};
   for (const bool strict : {true, false}) {
-    auto refused = compile_json_schema(schema, {.strict = strict});
+    SchemaOptions options;
+    options.strict = strict;
+    auto refused = compile_json_schema(schema, options);
     ASSERT_FALSE(refused.ok());
     const auto where = parse_refusal(refused.error().message);
     ASSERT_TRUE(where.has_value()) << refused.error().message;
@@ -202,7 +204,9 @@ TEST(CompilerLimits, LargeEnumsCompileExactlyAndTooLargeOnesAreRefused) {
 TEST(CompilerLimits, ManyBranchesAreRefusedNamingTheKeyword) {
   json branches = json::array();
   for (size_t i = 0; i <= kMaxSchemaBranches; ++i) branches.push_back({{"const", i}});
-  auto refused = compile_json_schema({{"anyOf", branches}}, {.strict = false});
+  SchemaOptions lenient;
+  lenient.strict = false;
+  auto refused = compile_json_schema({{"anyOf", branches}}, lenient);
   ASSERT_FALSE(refused.ok());
   const auto where = parse_refusal(refused.error().message);
   ASSERT_TRUE(where.has_value()) << refused.error().message;
