@@ -40,6 +40,7 @@ struct ServeArgs {
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
   uint32_t max_batch = 16, max_waiting = 64, step_tokens = 512;
   unsigned request_workers = 2;
+  unsigned compile_workers = 2;
   unsigned max_connections = 256;
   uint64_t max_body_bytes = 8 << 20;
   uint64_t max_queued_bytes = 4 << 20;
@@ -91,6 +92,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.max_sequences = options.max_sequences;
   config.max_waiting = options.max_waiting;
   config.workers = args.request_workers;
+  config.compile_workers = args.compile_workers;
   config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
@@ -217,8 +219,11 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 256));
   sub->add_option("--max-waiting", args->max_waiting, "Most queued requests before 503 (default 64)")
       ->check(CLI::Range(1, 100000));
-  sub->add_option("--request-workers", args->request_workers,
-                  "Threads that read, compile and tokenize requests (default 2): a slow one holds up only itself")
+  sub->add_option("--request-workers", args->request_workers, "Threads that read and tokenize requests (default 2)")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--compile-workers", args->compile_workers,
+                  "Threads that compile schemas, grammars and forced calls (default 2): requests without one never "
+                  "wait behind them")
       ->check(CLI::Range(1, 64));
   sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
       ->check(CLI::Range(1, 65536));

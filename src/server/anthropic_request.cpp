@@ -79,8 +79,10 @@ class Reader {
     if (thinking_enabled_ && out_.max_tokens && out_.thinking_budget && *out_.thinking_budget >= *out_.max_tokens)
       return field_error("thinking.budget_tokens", "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
     if (!system_.empty()) out_.messages.insert(out_.messages.begin(), ChatMessage{"system", system_, {}, {}});
-    if (auto error = compile_format()) return error;
-    return force_tool_call(out_, "tool_choice");
+    if (!format_.is_null())
+      out_.constraint = ConstraintSource{"output_config.format.schema", ConstraintSource::Kind::json_schema,
+                                         std::move(format_), "", true};
+    return std::nullopt;
   }
 
  private:
@@ -370,14 +372,6 @@ class Reader {
     return std::nullopt;
   }
 
-  std::optional<ApiError> compile_format() {
-    if (format_.is_null()) return std::nullopt;
-    auto compiled = schema_output("output_config.format.schema", format_, true);
-    if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
-    out_.structured = std::move(std::get<StructuredOutput>(compiled));
-    return std::nullopt;
-  }
-
   const ApiLimits& limits_;
   const bool count_tokens_;
   ApiRequest& out_;
@@ -390,14 +384,22 @@ class Reader {
 
 }  // namespace
 
-std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
-                                                           bool count_tokens) {
+std::variant<ApiRequest, ApiError> read_anthropic_request(std::string_view body, const ApiLimits& limits,
+                                                          bool count_tokens) {
   auto json = parse_request_json(body, limits);
   if (auto* error = std::get_if<ApiError>(&json)) return *error;
   ApiRequest request;
   request.endpoint = Endpoint::messages;
   if (auto error = Reader(limits, count_tokens, request).read(std::get<Json>(json))) return *error;
   return request;
+}
+
+std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
+                                                           bool count_tokens) {
+  auto read = read_anthropic_request(body, limits, count_tokens);
+  if (auto* request = std::get_if<ApiRequest>(&read))
+    if (auto error = compile_constraints(*request)) return *error;
+  return read;
 }
 
 }  // namespace kipp::server

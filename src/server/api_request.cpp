@@ -60,8 +60,7 @@ class Reader {
       return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
-    if (auto error = compile_structured()) return error;
-    return force_tool_call(out_, "tool_choice");
+    return std::nullopt;
   }
 
  private:
@@ -256,19 +255,11 @@ class Reader {
   }
 
   // The structured-output fields, compiled once all are read (at most one may constrain).
-  struct StructuredField {
-    std::string field;  // where errors point: "response_format.json_schema.schema", "grammar", ...
-    enum class Kind { json_schema, gbnf } kind;
-    Json schema;
-    std::string gbnf;
-    bool strict = true;
-  };
-
   std::optional<ApiError> read_structured(const std::string& key, const Json& value) {
-    StructuredField field{key, StructuredField::Kind::json_schema, Json(), "", true};
+    ConstraintSource field{key, ConstraintSource::Kind::json_schema, Json(), "", true};
     if (key == "grammar") {
       if (!value.is_string()) return field_error(key, "must be a string holding a GBNF grammar");
-      field.kind = StructuredField::Kind::gbnf;
+      field.kind = ConstraintSource::Kind::gbnf;
       field.gbnf = value.get<std::string>();
     } else if (key == "json_schema") {  // llama.cpp's extension: the schema itself, enforced exactly
       if (!value.is_object() && !value.is_boolean()) return field_error(key, "must be a JSON Schema (an object)");
@@ -309,36 +300,16 @@ class Reader {
         return field_error("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\", not \"" + kind + "\"");
       }
     }
-    if (structured_field_)
+    if (out_.constraint)
       return field_error(key, "only one of response_format, json_schema and grammar may constrain the answer (" +
-                                  structured_field_->field + " does already)");
-    structured_field_ = std::move(field);
-    return std::nullopt;
-  }
-
-  std::optional<ApiError> compile_structured() {
-    if (!structured_field_) return std::nullopt;
-    const StructuredField& field = *structured_field_;
-    if (field.kind == StructuredField::Kind::json_schema) {
-      auto compiled = schema_output(field.field, field.schema, field.strict);
-      if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
-      out_.structured = std::move(std::get<StructuredOutput>(compiled));
-      return std::nullopt;
-    }
-    auto compiled = grammar::compile_gbnf(field.gbnf);
-    if (!compiled) return field_error(field.field, "the GBNF grammar is not usable: " + compiled.error().message);
-    if (auto problem = unrunnable(*compiled)) return field_error(field.field, "the GBNF grammar is not usable: " + *problem);
-    StructuredOutput structured;
-    structured.field = field.field;
-    structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
-    out_.structured = std::move(structured);
+                                  out_.constraint->field + " does already)");
+    out_.constraint = std::move(field);
     return std::nullopt;
   }
 
   Endpoint endpoint_;
   const ApiLimits& limits_;
   ApiRequest& out_;
-  std::optional<StructuredField> structured_field_;
   std::optional<std::string> thinking_field_;  // thinking_budget or reasoning_effort, whichever came
 };
 
@@ -381,6 +352,9 @@ std::string effort_names() {
   return names;
 }
 
+namespace {
+
+// A JSON Schema compiled into the constraint of `field`; strict: enforced exactly, or refused.
 std::variant<StructuredOutput, ApiError> schema_output(const std::string& field, const nlohmann::ordered_json& schema,
                                                        bool strict) {
   grammar::SchemaOptions options;
@@ -395,13 +369,26 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
   return structured;
 }
 
+std::variant<StructuredOutput, ApiError> source_output(const ConstraintSource& source) {
+  if (source.kind == ConstraintSource::Kind::json_schema) return schema_output(source.field, source.schema, source.strict);
+  auto compiled = grammar::compile_gbnf(source.gbnf);
+  if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
+  if (auto problem = unrunnable(*compiled)) return field_error(source.field, "the GBNF grammar is not usable: " + *problem);
+  StructuredOutput structured;
+  structured.field = source.field;
+  structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
+  return structured;
+}
+
+bool forces_call(ToolChoice choice) { return choice == ToolChoice::required || choice == ToolChoice::named; }
+
 // A forced call is a grammar over the call's JSON, as the chat template shows calls: {"name":
-// ..., "arguments": {...}}, one alternative per function offered.
-std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& field) {
-  const ToolChoice choice = request.tool_choice;
-  if (choice != ToolChoice::required && choice != ToolChoice::named) return std::nullopt;
+// ..., "arguments": {...}}, one alternative per function offered. Both APIs name the field
+// tool_choice.
+std::optional<ApiError> force_tool_call(ApiRequest& request) {
+  const std::string field = "tool_choice";
   if (request.tools.empty()) return field_error(field, "forces a call, but the request offers no tools");
-  auto forced = forced_call_schema(request.tools, choice == ToolChoice::named ? request.tool_choice_name : "");
+  auto forced = forced_call_schema(request.tools, request.tool_choice == ToolChoice::named ? request.tool_choice_name : "");
   if (!forced) return field_error(field, forced.error().message);
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
@@ -410,6 +397,19 @@ std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& 
   request.structured = std::move(std::get<StructuredOutput>(compiled));
   request.structured->tool_call = true;
   return std::nullopt;
+}
+
+}  // namespace
+
+bool has_constraints(const ApiRequest& request) { return request.constraint || forces_call(request.tool_choice); }
+
+std::optional<ApiError> compile_constraints(ApiRequest& request) {
+  if (request.constraint) {
+    auto compiled = source_output(*request.constraint);
+    if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
+    request.structured = std::move(std::get<StructuredOutput>(compiled));
+  }
+  return forces_call(request.tool_choice) ? force_tool_call(request) : std::nullopt;
 }
 
 std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits) {
@@ -429,14 +429,21 @@ std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_vi
   }
 }
 
-std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
-                                                     const ApiLimits& limits) {
+std::variant<ApiRequest, ApiError> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits) {
   auto json = parse_request_json(body, limits);
   if (auto* error = std::get_if<ApiError>(&json)) return *error;
   ApiRequest request;
   request.endpoint = endpoint;
   if (auto error = Reader(endpoint, limits, request).read(std::get<Json>(json))) return *error;
   return request;
+}
+
+std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
+                                                     const ApiLimits& limits) {
+  auto read = read_api_request(endpoint, body, limits);
+  if (auto* request = std::get_if<ApiRequest>(&read))
+    if (auto error = compile_constraints(*request)) return *error;
+  return read;
 }
 
 SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults) {

@@ -6,9 +6,11 @@
 //   - OpenAI fields Kipp does not implement (echo, best_of, suffix, ...) and names that are not
 //     OpenAI fields at all are refused, naming the field.
 // Structured output (response_format, and llama.cpp's json_schema and grammar) and forced tool
-// calls are compiled here, so that a schema Kipp cannot enforce is refused before any work,
-// naming the keyword. Anthropic's Messages bodies are read into the same ApiRequest
-// (anthropic_request.h).
+// calls are compiled before any work (compile_constraints), so that a schema Kipp cannot enforce is
+// refused naming the keyword. Reading and compiling are two steps because compiling can cost up to
+// the grammar limits' worth of time: the server compiles on threads of its own, so that plain
+// requests never wait behind a costly schema. Anthropic's Messages bodies are read into the same
+// ApiRequest (anthropic_request.h).
 #pragma once
 
 #include <cstdint>
@@ -56,6 +58,15 @@ struct StructuredOutput {
   bool tool_call = false;
 };
 
+// A constraint as the body gave it, not yet compiled: a JSON Schema or a GBNF grammar.
+struct ConstraintSource {
+  std::string field;  // where errors point: "response_format.json_schema.schema", "grammar", ...
+  enum class Kind { json_schema, gbnf } kind = Kind::json_schema;
+  nlohmann::ordered_json schema;
+  std::string gbnf;
+  bool strict = true;  // a schema keyword Kipp cannot enforce is refused (false: listed as unenforced)
+};
+
 // tool_choice: "auto" (the model decides), "none" (no call can start), "required" (at least one
 // call), or {"type": "function", "function": {"name": ...}} (that function, once).
 enum class ToolChoice { automatic, none, required, named };
@@ -86,6 +97,7 @@ struct ApiRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
   uint32_t top_logprobs = 0;   // completions: logprobs = N; chat: top_logprobs
+  std::optional<ConstraintSource> constraint;  // as read; compile_constraints turns it into `structured`
   std::optional<StructuredOutput> structured;
   // chat: the functions offered (rendered into the prompt), and how the answer may call them.
   std::vector<ChatTool> tools;
@@ -99,16 +111,20 @@ struct ApiRequest {
 // client's key order.
 std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits);
 
-// Parses and checks one request body for `endpoint` (completions or chat).
+// Reads and checks one request body for `endpoint` (completions or chat), leaving its constraint
+// uncompiled.
+std::variant<ApiRequest, ApiError> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits);
+// read_api_request, then compile_constraints.
 std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
                                                      const ApiLimits& limits);
 
-// A JSON Schema compiled into the constraint of `field`; strict: enforced exactly, or refused.
-std::variant<StructuredOutput, ApiError> schema_output(const std::string& field, const nlohmann::ordered_json& schema,
-                                                       bool strict);
-// tool_choice "required" or named (either API's spelling): the forced call's constraint, put in
-// request.structured; errors point at `field`. Nothing for the other choices.
-std::optional<ApiError> force_tool_call(ApiRequest& request, const std::string& field);
+// Whether a request read has a constraint to compile: its own schema or grammar, or a call that
+// tool_choice forces.
+bool has_constraints(const ApiRequest& request);
+// Compiles the request's constraint into request.structured, then the call tool_choice forces; an
+// error names the field and the limit or keyword. Costs up to the grammar limits' worth of time.
+std::optional<ApiError> compile_constraints(ApiRequest& request);
+
 
 // A field the endpoint does not read: listed as ignored under ApiLimits::ignore_unknown_fields,
 // else refused as "not supported" (`known`: a field of the API that Kipp does not implement) or

@@ -40,7 +40,9 @@ ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Schedu
       think_tokens_(find_think_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
-  for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(); });
+  for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(to_read_); });
+  for (unsigned i = 0; i < std::max(1u, config.compile_workers); ++i)
+    workers_.emplace_back([this] { work(to_compile_); });
 }
 
 ApiServer::~ApiServer() {
@@ -48,37 +50,59 @@ ApiServer::~ApiServer() {
     std::lock_guard lock(pending_mutex_);
     stopping_ = true;
   }
-  pending_ready_.notify_all();
+  to_read_.ready.notify_all();
+  to_compile_.ready.notify_all();
   for (std::thread& worker : workers_) worker.join();
-  for (Pending& pending : pending_)
-    pending.exchange->respond(
-        error_response(dialect_of(pending.request.path), {503, "the server is stopping", "", "server_error"}));
+  for (Queue* queue : {&to_read_, &to_compile_})
+    for (Pending& pending : queue->jobs)
+      pending.exchange->respond(
+          error_response(dialect_of(pending.request.path), {503, "the server is stopping", "", "server_error"}));
 }
 
-void ApiServer::work() {
+void ApiServer::work(Queue& queue) {
   while (true) {
     Pending next;
     {
       std::unique_lock lock(pending_mutex_);
-      pending_ready_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      queue.ready.wait(lock, [&] { return stopping_ || !queue.jobs.empty(); });
       if (stopping_) return;
-      next = std::move(pending_.front());
-      pending_.pop_front();
+      next = std::move(queue.jobs.front());
+      queue.jobs.pop_front();
     }
-    switch (next.route) {
-      case Route::completions: completion(Endpoint::completions, next.request, next.exchange, next.taken); break;
-      case Route::chat: completion(Endpoint::chat, next.request, next.exchange, next.taken); break;
-      case Route::messages: completion(Endpoint::messages, next.request, next.exchange, next.taken); break;
-      case Route::count_tokens: count_tokens(next.request, next.exchange); break;
-      case Route::tokenize:
-      case Route::detokenize: {
-        const RouteAnswer answer = next.route == Route::tokenize ? tokenize_route(tokenizer_, next.request.body)
-                                                                 : detokenize_route(tokenizer_, next.request.body);
-        next.exchange->respond(json_response(answer.status, answer.body));
-        break;
-      }
-    }
+    serve(std::move(next));
   }
+}
+
+void ApiServer::serve(Pending pending) {
+  if (pending.route == Route::tokenize || pending.route == Route::detokenize) {
+    const RouteAnswer answer = pending.route == Route::tokenize ? tokenize_route(tokenizer_, pending.request.body)
+                                                                : detokenize_route(tokenizer_, pending.request.body);
+    return pending.exchange->respond(json_response(answer.status, answer.body));
+  }
+  const Endpoint endpoint = pending.route == Route::completions ? Endpoint::completions
+                            : pending.route == Route::chat      ? Endpoint::chat
+                                                                : Endpoint::messages;
+  const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
+  if (!pending.read) {
+    auto read = std::make_unique<ReadBody>();
+    if (auto error = read_request(endpoint, pending.request, pending.route == Route::count_tokens, *read))
+      return reject(pending.exchange, *error, {}, dialect);
+    if (has_constraints(read->request)) {
+      pending.read = std::move(read);
+      {
+        std::lock_guard lock(pending_mutex_);
+        to_compile_.jobs.push_back(std::move(pending));
+      }
+      to_compile_.ready.notify_one();
+      return;
+    }
+    pending.read = std::move(read);
+  } else if (auto error = compile_constraints(pending.read->request)) {
+    return reject(pending.exchange, *error, {}, dialect);
+  }
+  if (pending.route == Route::count_tokens)
+    return pending.exchange->respond(json_response(200, {{"input_tokens", pending.read->prompts.front().size()}}));
+  completion(endpoint, *pending.read, pending.exchange, pending.taken);
 }
 
 // The key as OpenAI clients send it (Authorization: Bearer) or as Anthropic's do (x-api-key).
@@ -167,9 +191,9 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
     auto taken = std::make_shared<Taken>(active_);
     {
       std::lock_guard lock(pending_mutex_);
-      pending_.push_back({*route, std::move(request), std::move(exchange), std::move(taken)});
+      to_read_.jobs.push_back({*route, std::move(request), std::move(exchange), std::move(taken), nullptr});
     }
-    pending_ready_.notify_one();
+    to_read_.ready.notify_one();
     return;
   }
   reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"}, {},
@@ -212,10 +236,11 @@ std::optional<ApiError> ApiServer::prompts_for(ApiRequest& request, std::vector<
 
 // A request body read for its endpoint, the model it names checked, its prompts tokenized.
 std::optional<ApiError> ApiServer::read_request(Endpoint endpoint, const HttpRequest& http, bool count_only,
-                                                ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const {
-  auto parsed = endpoint == Endpoint::messages ? parse_anthropic_request(http.body, limits_, count_only)
-                                               : parse_api_request(endpoint, http.body, limits_);
+                                                ReadBody& read) const {
+  auto parsed = endpoint == Endpoint::messages ? read_anthropic_request(http.body, limits_, count_only)
+                                               : read_api_request(endpoint, http.body, limits_);
   if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
+  ApiRequest& request = read.request;
   request = std::move(std::get<ApiRequest>(parsed));
   if (!request.ignored_fields.empty()) {
     std::string listed;
@@ -228,15 +253,7 @@ std::optional<ApiError> ApiServer::read_request(Endpoint endpoint, const HttpReq
     return ApiError{404, "the model `" + request.model + "` does not exist; this server serves " + names, "model",
                     "invalid_request_error", "model_not_found"};
   }
-  return prompts_for(request, prompts);
-}
-
-void ApiServer::count_tokens(const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange) {
-  ApiRequest request;
-  std::vector<std::vector<uint32_t>> prompts;
-  if (auto error = read_request(Endpoint::messages, http, true, request, prompts))
-    return reject(exchange, *error, {}, ApiDialect::anthropic);
-  exchange->respond(json_response(200, {{"input_tokens", prompts.front().size()}}));
+  return prompts_for(request, read.prompts);
 }
 
 void ApiServer::drain() { draining_ = true; }
@@ -245,15 +262,14 @@ std::string ApiServer::agent_reply() const {
   return server::agent_reply({scheduler_.stats(), config_.max_waiting, draining_});
 }
 
-void ApiServer::completion(Endpoint endpoint, const HttpRequest& http, const std::shared_ptr<HttpExchange>& exchange,
+void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
                            const std::shared_ptr<Taken>& taken) {
   const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
   const auto refuse = [&](const ApiError& error, HttpHeaders headers = {}) {
     reject(exchange, error, std::move(headers), dialect);
   };
-  ApiRequest request;
-  std::vector<std::vector<uint32_t>> prompts;
-  if (auto error = read_request(endpoint, http, false, request, prompts)) return refuse(*error);
+  const ApiRequest& request = read.request;
+  std::vector<std::vector<uint32_t>>& prompts = read.prompts;
   const bool chat = endpoint != Endpoint::completions;
   const char* prompt_field = chat ? "messages" : "prompt";
 

@@ -37,9 +37,11 @@ struct ApiConfig {
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
   uint32_t max_sequences = 0;          // evaluated together, for GET /props
   uint32_t max_waiting = 0;            // the queue's room, for the agent's load
-  // Threads that read, compile and tokenize requests: a request whose constraint takes long to
-  // compile holds up only its own thread, while the others keep taking requests.
+  // Threads that read and tokenize request bodies.
   unsigned workers = 2;
+  // Threads that compile constraints (schemas, grammars, forced calls), apart from the workers so
+  // that a request without one never waits behind a costly compile.
+  unsigned compile_workers = 2;
 };
 
 class ApiServer {
@@ -48,7 +50,8 @@ class ApiServer {
   // Answers what is still queued for the workers with 503 and joins them; destroy before the scheduler.
   ~ApiServer();
   // The HttpHandler: answers one request. Completions are read, tokenized and submitted on the
-  // worker threads, so a large body never holds up the I/O thread (and the other connections).
+  // worker threads, so a large body never holds up the I/O thread (and the other connections);
+  // their constraints are compiled on the compile threads.
   void handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange);
 
   // Graceful shutdown: /health turns 503 "draining" and requests are refused with 503 (a router
@@ -74,18 +77,28 @@ class ApiServer {
    private:
     std::shared_ptr<std::atomic<unsigned>> active_;
   };
+  // A body read, with its prompts tokenized; its constraint not yet compiled.
+  struct ReadBody {
+    ApiRequest request;
+    std::vector<std::vector<uint32_t>> prompts;
+  };
   struct Pending {
     Route route;
     HttpRequest request;
     std::shared_ptr<HttpExchange> exchange;
     std::shared_ptr<Taken> taken;
+    std::unique_ptr<ReadBody> read;  // set once read, when its constraint waits for a compile thread
   };
-  void work();
-  void completion(Endpoint endpoint, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange,
+  struct Queue {
+    std::deque<Pending> jobs;
+    std::condition_variable ready;
+  };
+  void work(Queue& queue);
+  // A request taken from a queue: read on a worker, compiled on a compile thread, then answered.
+  void serve(Pending pending);
+  void completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
                   const std::shared_ptr<Taken>& taken);
-  void count_tokens(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange);
-  std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ApiRequest& request,
-                                       std::vector<std::vector<uint32_t>>& prompts) const;
+  std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ReadBody& read) const;
   // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
   std::optional<ApiError> prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const;
   void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {},
@@ -105,11 +118,11 @@ class ApiServer {
   // Requests taken and not yet answered; shared with the scheduler's callbacks, which may outlive this.
   const std::shared_ptr<std::atomic<unsigned>> active_ = std::make_shared<std::atomic<unsigned>>(0);
   std::atomic<bool> draining_{false};
-  std::mutex pending_mutex_;  // guards pending_ and stopping_
-  std::condition_variable pending_ready_;
-  std::deque<Pending> pending_;
+  std::mutex pending_mutex_;  // guards both queues and stopping_
+  Queue to_read_;              // taken by the workers
+  Queue to_compile_;           // taken by the compile threads
   bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // both kinds
 };
 
 // Answers while the model loads: /health and /healthz say 503 "loading", everything else 503.

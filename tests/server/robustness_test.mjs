@@ -162,6 +162,29 @@ describe('kipp serve under hostile input', () => {
     await healthy(server);
   });
 
+  // Constraints compile on threads of their own. Five requests whose grammar runs the matcher's
+  // first state to its limit (most of a second each) are queued for compiling when a request
+  // without a constraint, sent after them, comes in: it is answered before all but at most two
+  // of them. With one pool of threads for reading and compiling, it waited for four.
+  test('a request without a constraint does not wait behind costly compiles', async () => {
+    const answered = [];
+    const costly = Array.from({ length: 5 }, () => fetch(`${server.url}/v1/chat/completions`, { method: 'POST',
+      body: JSON.stringify({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4,
+        grammar: 'root ::= (("a"?){1000}){1000}' }),
+    }).then(async (response) => {
+      answered.push('costly');
+      return { status: response.status, text: await response.text() };
+    }));
+    await sleep(200);  // the costly ones are in
+    await healthy(server);
+    answered.push('plain');
+    for (const { status, text } of await Promise.all(costly)) {
+      assert.equal(status, 400, text.slice(0, 300));
+      assert.match(JSON.parse(text).error.message, /limit of 500000 parse stacks/);
+    }
+    assert.ok(answered.indexOf('plain') <= 2, `answered in the order ${answered.join(', ')}`);
+  });
+
   test('slow headers are cut off; the server keeps serving meanwhile', async () => {
     const slow = exchange(server.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le', { waitMs: 5000 });
     await healthy(server);

@@ -125,6 +125,38 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   expect_field_error(Endpoint::completions, completion_with(R"("json_schema":"{}")"), "json_schema");
 }
 
+// The server reads on one set of threads and compiles on another: reading keeps the constraint as
+// the body gave it, and compiling is what costs (and what a limit refuses).
+TEST(ApiRequest, ReadingLeavesTheConstraintForCompiling) {
+  const std::string deep = std::string(100, '(') + "a" + std::string(100, ')');
+  const std::string body = chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,
+      "schema":{"type":"string","pattern":")" + deep + R"("}}})");
+  auto read = read_api_request(Endpoint::chat, body, limits());
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(read)) << std::get<ApiError>(read).message;
+  ApiRequest& request = std::get<ApiRequest>(read);
+  EXPECT_FALSE(request.structured.has_value());
+  ASSERT_TRUE(request.constraint.has_value());
+  EXPECT_EQ(request.constraint->field, "response_format.json_schema.schema");
+  EXPECT_TRUE(has_constraints(request));
+  const auto refused = compile_constraints(request);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->param, "response_format.json_schema.schema");
+  EXPECT_NE(refused->message.find("limit of 64"), std::string::npos) << refused->message;
+  EXPECT_EQ(error_of(Endpoint::chat, body).message, refused->message);  // parse_api_request: both steps
+
+  // A forced call is a constraint too; a plain request has none.
+  auto forced = read_api_request(Endpoint::chat, chat_with(R"("tools":[{"type":"function","function":{"name":"f",
+      "parameters":{"type":"object"}}}],"tool_choice":"required")"), limits());
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(forced)) << std::get<ApiError>(forced).message;
+  EXPECT_TRUE(has_constraints(std::get<ApiRequest>(forced)));
+  EXPECT_FALSE(compile_constraints(std::get<ApiRequest>(forced)).has_value());
+  ASSERT_TRUE(std::get<ApiRequest>(forced).structured.has_value());
+  EXPECT_TRUE(std::get<ApiRequest>(forced).structured->tool_call);
+  auto plain = read_api_request(Endpoint::chat, chat_with(""), limits());
+  ASSERT_TRUE(std::holds_alternative<ApiRequest>(plain)) << std::get<ApiError>(plain).message;
+  EXPECT_FALSE(has_constraints(std::get<ApiRequest>(plain)));
+}
+
 TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
   auto chat = parse(Endpoint::chat, chat_with(R"("prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
                                               R"("safety_identifier":"s","stream":true,)"
