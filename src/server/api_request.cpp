@@ -369,6 +369,7 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
   return structured;
 }
 
+// The constraint a request's schema or GBNF grammar stands for; a grammar that cannot run is refused.
 std::variant<StructuredOutput, ApiError> source_output(const ConstraintSource& source) {
   if (source.kind == ConstraintSource::Kind::json_schema) return schema_output(source.field, source.schema, source.strict);
   auto compiled = grammar::compile_gbnf(source.gbnf);
