@@ -259,6 +259,38 @@ class Generate(unittest.TestCase):
         self.assertIn("the context of", long_prompt.stderr)
 
 
+class HostileConstraintFiles(unittest.TestCase):
+    """Issue 32's second reproduction: `kipp grammar --json-schema` on a schema nested 3,000 levels
+    deep segfaulted. Files built to exhaust a compiler are one-line errors naming the limit, from
+    `kipp grammar` and from `kipp generate`, never a signal."""
+    MODEL = property(lambda self: os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"))
+
+    def write(self, name, text):
+        path = os.path.join(ARGS.scratch, name)
+        with open(path, "w") as out:
+            out.write(text)
+        return path
+
+    def test_each_is_a_one_line_error_naming_the_limit(self):
+        deep_pattern = {"type": "string", "pattern": "(" * 4000 + "a" + ")" * 4000}
+        ref_chain = {"$defs": {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(300)}, "$ref": "#/$defs/d0"}
+        ref_chain["$defs"]["d300"] = {"type": "integer"}
+        cases = [
+            ("--json-schema", self.write("deep.json", '{"type":"array","items":' * 3000 + "{}" + "}" * 3000),
+             "nests deeper than"),
+            ("--json-schema", self.write("pattern.json", json.dumps(deep_pattern)), "the limit of 64"),
+            ("--json-schema", self.write("refs.json", json.dumps(ref_chain)), "the limit of 256"),
+            ("--grammar", self.write("deep.gbnf", "root ::= " + "(" * 5000 + '"a"' + ")" * 5000 + "\n"),
+             "nest deeper than 256"),
+        ]
+        for flag, path, fragment in cases:
+            for run in (kipp("grammar", flag, path),
+                        kipp("generate", "--model", self.MODEL, "--prompt", "x", "-n", "4", flag, path)):
+                self.assertEqual(run.returncode, 1, (flag, path, run.returncode, run.stderr[-300:]))
+                self.assertIn(fragment, run.stderr)
+                self.assertEqual(len(run.stderr.strip().splitlines()), 1, run.stderr[-300:])
+
+
 class Perplexity(unittest.TestCase):
     MODEL = property(lambda self: os.path.join(ARGS.models, "qwen3-tiny.bf16.gguf"))
 
