@@ -39,6 +39,7 @@ struct TokenStats {
   std::vector<size_t> allowed_along;  // before each token of the checked text
   Summary first_seconds;   // finding a state's token set the first time
   Summary cached_seconds;  // the same again, from the cache
+  uint64_t most_steps = 0;  // matcher steps the costliest set took (TokenMasks::kMaxStepsPerSet bounds it)
   bool tokens_allowed = true;      // every token of the text was in its step's set
 };
 
@@ -56,9 +57,11 @@ Result<TokenStats> token_stats(const std::string& model_path, grammar::Grammar g
     std::shared_ptr<const grammar::TokenSet> set;
     for (int round = 0; round < 2; ++round) {
       const uint64_t walks = masks.walks();
+      const uint64_t steps = automaton->steps();
       const auto start = Clock::now();
       KIPP_ASSIGN(set, masks.allowed(state));
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      stats.most_steps = std::max(stats.most_steps, automaton->steps() - steps);
       (masks.walks() > walks ? first : cached).push_back(seconds);
     }
     return set;
@@ -125,7 +128,9 @@ int run_grammar(const GrammarArgs& args) {
     json::Json tokens = {{"vocabulary", stats->vocabulary},
                          {"allowed_at_start", stats->allowed_at_start},
                          {"first_set_seconds_median", stats->first_seconds.median},
-                         {"cached_set_seconds_median", stats->cached_seconds.median}};
+                         {"cached_set_seconds_median", stats->cached_seconds.median},
+                         {"most_set_steps", stats->most_steps},
+                         {"max_set_steps", grammar::TokenMasks::kMaxStepsPerSet}};
     if (text) {
       tokens["allowed_along_text"] = stats->allowed_along;
       tokens["text_tokens_allowed"] = stats->tokens_allowed;
@@ -158,6 +163,9 @@ int run_grammar(const GrammarArgs& args) {
                 tokens["allowed_at_start"].get<size_t>(), tokens["vocabulary"].get<size_t>(),
                 tokens["first_set_seconds_median"].get<double>() * 1e6,
                 tokens["cached_set_seconds_median"].get<double>() * 1e6);
+    std::printf("matcher steps: the costliest token set took %llu of its limit of %llu\n",
+                static_cast<unsigned long long>(tokens["most_set_steps"].get<uint64_t>()),
+                static_cast<unsigned long long>(tokens["max_set_steps"].get<uint64_t>()));
   }
   return status;
 }

@@ -9,15 +9,14 @@ std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer
       }));
 }
 
-Result<std::shared_ptr<grammar::TokenMasks>> ConstraintCache::masks_for(const grammar::Grammar& grammar) {
-  const std::string digest = grammar.digest();
+std::shared_ptr<grammar::TokenMasks> ConstraintCache::masks_for(std::shared_ptr<grammar::Automaton> automaton) {
+  const std::string digest = automaton->grammar().digest();
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
     if (it->first == digest) {
       entries_.splice(entries_.begin(), entries_, it);
       while (entries_.size() > 1 && memory_bytes() > max_bytes_) entries_.pop_back();
       return entries_.front().second;
     }
-  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(grammar));
   if (!trie_) trie_ = constrained_vocabulary(tokenizer_);
   auto masks = std::make_shared<grammar::TokenMasks>(std::move(automaton), trie_);
   entries_.emplace_front(digest, masks);

@@ -1,8 +1,7 @@
 // Constraints ready to run, by grammar: the vocabulary trie is built once per tokenizer, and the
-// automaton and token sets of a grammar once per distinct grammar (by its digest), so a schema
-// sent with every request is compiled to a matcher once and its token sets are reused across
-// requests. Bounded in count and in bytes. Not thread-safe: the server's scheduler thread owns its
-// cache.
+// token sets of a grammar once per distinct grammar (by its digest), so a schema sent with every
+// request has one matcher and its token sets are reused across requests. Bounded in count and in
+// bytes. Not thread-safe: the server's scheduler thread owns its cache.
 #pragma once
 
 #include <list>
@@ -27,7 +26,9 @@ class ConstraintCache {
   explicit ConstraintCache(const Tokenizer& tokenizer, size_t max_bytes = kMaxBytes)
       : tokenizer_(tokenizer), max_bytes_(max_bytes) {}
 
-  Result<std::shared_ptr<grammar::TokenMasks>> masks_for(const grammar::Grammar& grammar);
+  // The token sets of the automaton's grammar: those of an equal grammar already cached, or new
+  // ones over this automaton (built by the caller, wherever building it may take its time).
+  std::shared_ptr<grammar::TokenMasks> masks_for(std::shared_ptr<grammar::Automaton> automaton);
 
   size_t size() const { return entries_.size(); }
   // Bytes the cached grammars hold now (they grow as they are used).

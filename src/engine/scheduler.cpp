@@ -295,22 +295,21 @@ bool Scheduler::try_admit(Request& request) {
       --first.reservation;
     }
     if (!copied) {
-      fail_request(request, copied.error().message);
+      fail_request(request, copied.error());
       return true;  // admitted, and already finished
     }
   }
 
   std::shared_ptr<grammar::TokenMasks> masks;
-  if (spec.grammar) {
-    auto found = constraints_.masks_for(*spec.grammar);
-    if (!found || !think_tokens_) {
-      fail_request(request, (!found ? found.error() : think_tokens_.error()).message);
+  if (spec.constraint) {
+    if (!think_tokens_) {
+      fail_request(request, think_tokens_.error());
       return true;  // admitted, and already finished
     }
-    masks = std::move(found).value();
+    masks = constraints_.masks_for(spec.constraint);
   }
   if (spec.thinking_budget && !think_closing_) {
-    fail_request(request, "a thinking budget needs the <think> tokens: " + think_closing_.error().message);
+    fail_request(request, fail("a thinking budget needs the <think> tokens: ", think_closing_.error().message));
     return true;
   }
   for (auto& sequence : request.sequences) {
@@ -322,7 +321,7 @@ bool Scheduler::try_admit(Request& request) {
     auto sampler = Sampler::create(sampling, vocab_);
     auto session = model_.create_pooled_session(positions);
     if (!sampler || !session) {
-      fail_request(request, (!sampler ? sampler.error() : session.error()).message);
+      fail_request(request, !sampler ? sampler.error() : session.error());
       return true;  // admitted, and already finished
     }
     sequence->sampler.emplace(std::move(sampler).value());
@@ -335,7 +334,7 @@ bool Scheduler::try_admit(Request& request) {
   }
   const uint32_t adopted_positions = request.report.cached_tokens;
   if (auto adopted_ok = first.session->adopt_prefix(adopted_positions); !adopted_ok) {
-    fail_request(request, adopted_ok.error().message);
+    fail_request(request, adopted_ok.error());
     return true;
   }
   first.evaluated = adopted_positions;
@@ -353,7 +352,7 @@ void Scheduler::start_siblings(Request& request) {
     sequence->blocks.assign(first.blocks.begin(), first.blocks.begin() + shared);
     for (uint32_t block : sequence->blocks) pool_.share(block);
     if (auto ok = sequence->session->adopt_prefix(shared * kKvBlockTokens); !ok) {
-      fail_request(request, ok.error().message);
+      fail_request(request, ok.error());
       return;
     }
     sequence->evaluated = shared * kKvBlockTokens;
@@ -389,7 +388,7 @@ void Scheduler::evaluate() {
       while (sequence->blocks.size() < kv_blocks_for(sequence->evaluated + count)) {
         auto block = pool_.take_reserved();
         if (!block) {
-          fail_request(*request, block.error().message);
+          fail_request(*request, block.error());
           break;
         }
         sequence->blocks.push_back(*block);
@@ -411,7 +410,7 @@ void Scheduler::evaluate() {
   }
   if (auto ok = model_.eval(items_); !ok) {
     for (Sequence* sequence : item_sequences_)
-      if (sequence->state != Sequence::State::done) fail_request(*sequence->request, ok.error().message);
+      if (sequence->state != Sequence::State::done) fail_request(*sequence->request, ok.error());
     return;
   }
   for (size_t i = 0; i < items_.size(); ++i) {
@@ -421,7 +420,7 @@ void Scheduler::evaluate() {
     const Status ok = item_counts_[i] > 1 && sequence.state == Sequence::State::decode
                           ? verify_draft(sequence, logits)
                           : after_eval(sequence, item_counts_[i], logits);
-    if (!ok) fail_request(*sequence.request, ok.error().message);
+    if (!ok) fail_request(*sequence.request, ok.error());
   }
 }
 
@@ -572,8 +571,8 @@ void Scheduler::finish_sequence(Sequence& sequence) {
   ++sequence.request->finished;
 }
 
-void Scheduler::fail_request(Request& request, const std::string& error) {
-  if (!request.report.error) request.report.error = error;
+void Scheduler::fail_request(Request& request, Error error) {
+  if (!request.report.error) request.report.error = std::move(error);
   for (auto& sequence : request.sequences)
     if (sequence->state != Sequence::State::done) finish_sequence(*sequence);
 }

@@ -68,7 +68,9 @@ struct ChoiceUpdate {
 };
 
 struct RequestReport {
-  std::optional<std::string> error;  // the request failed (a backend error); text so far stands
+  // The request failed; the text so far stands. over_limit: a bound on what one request may cost
+  // was met while generating (its constraint's matcher steps), the client's doing, not the engine's.
+  std::optional<Error> error;
   bool cancelled = false;
   uint32_t prompt_tokens = 0;
   uint32_t cached_tokens = 0;        // prompt positions adopted from the pool by the first choice
@@ -91,9 +93,10 @@ struct CompletionRequest {
   // How the answer opens (thinking first, maybe, or not at all): where a grammar starts and
   // what a thinking budget counts.
   ConstraintStart answer_start = ConstraintStart::at_once;
-  // Structured output: every choice follows this grammar from `answer_start` on. Compiled to a
-  // matcher on the scheduler thread, once per distinct grammar (ConstraintCache).
-  std::shared_ptr<const grammar::Grammar> grammar;
+  // Structured output: every choice follows this grammar's matcher from `answer_start` on. Built
+  // by the caller, off the scheduler thread, and not touched by it after submit: the scheduler
+  // shares the matcher of an equal grammar it already runs (ConstraintCache), or adopts this one.
+  std::shared_ptr<grammar::Automaton> constraint;
   std::optional<TokenFrame> grammar_frame;  // forced tool calls: the grammar between <tool_call> tags
   // At most this many tokens inside the think block; then it is closed for the answer (ThinkingBudget).
   std::optional<uint32_t> thinking_budget;
@@ -167,7 +170,7 @@ class Scheduler {
   Status sample(Sequence& sequence, std::span<const float> logits);
   void publish_full_blocks(Sequence& sequence);
   void finish_sequence(Sequence& sequence);
-  void fail_request(Request& request, const std::string& error);
+  void fail_request(Request& request, Error error);
   void retire_finished();
 
   BackendModel& model_;

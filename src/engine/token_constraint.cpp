@@ -38,7 +38,8 @@ Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer) {
 }
 
 TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
-                                 std::span<const uint32_t> stop_ids, ThinkTokens think, std::optional<TokenFrame> frame)
+                                 std::span<const uint32_t> stop_ids, ThinkTokens think, std::optional<TokenFrame> frame,
+                                 uint64_t max_steps)
     : masks_(std::move(masks)),
       stop_ids_(stop_ids.begin(), stop_ids.end()),
       think_(think),
@@ -46,7 +47,16 @@ TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, Con
       phase_(start == ConstraintStart::at_once       ? grammar_entry()
              : start == ConstraintStart::after_think ? Phase::reasoning
                                                      : Phase::first_token),
-      state_(masks_->automaton().start()) {}
+      state_(masks_->automaton().start()),
+      max_steps_(max_steps) {}
+
+Status TokenConstraint::charge(uint64_t steps_before) {
+  steps_ += masks_->automaton().steps() - steps_before;
+  if (steps_ > max_steps_)
+    return limit_exceeded("the constraint took more than the limit of ", max_steps_,
+                          " matcher steps for one answer (the grammar is too ambiguous to follow at this cost)");
+  return {};
+}
 
 bool TokenConstraint::complete() const {
   if (frame_) return phase_ == Phase::after_frame;
@@ -78,7 +88,9 @@ Result<const AllowedTokens*> TokenConstraint::allowed() {
   }
   grammar::Automaton& automaton = masks_->automaton();
   if (automaton.continues(state_)) {
+    const uint64_t steps_before = automaton.steps();
     KIPP_ASSIGN(allowed_.set, masks_->allowed(state_));
+    KIPP_TRY(charge(steps_before));
   }
   if (automaton.accepts(state_)) {
     if (frame_)
@@ -124,8 +136,10 @@ Status TokenConstraint::accept(uint32_t token, std::string_view bytes) {
     if (frame_) phase_ = Phase::after_frame;
     return {};
   }
+  const uint64_t steps_before = masks_->automaton().steps();
   KIPP_ASSIGN(const std::shared_ptr<const grammar::TokenSet> tokens, masks_->allowed(state_));
   KIPP_ASSIGN(const grammar::StateId next, masks_->after(state_, bytes));
+  KIPP_TRY(charge(steps_before));
   if (next == grammar::kDeadState || !tokens->has(token)) return fail("token ", token, " is not allowed by the grammar here");
   state_ = next;
   return {};

@@ -66,7 +66,7 @@ class TokenConstraint {
  public:
   TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
                   std::span<const uint32_t> stop_ids, ThinkTokens think,
-                  std::optional<TokenFrame> frame = std::nullopt);
+                  std::optional<TokenFrame> frame = std::nullopt, uint64_t max_steps = kMaxStepsPerAnswer);
 
   // The tokens allowed next, or null while the reasoning runs free. Valid until the next call.
   Result<const AllowedTokens*> allowed();
@@ -78,10 +78,19 @@ class TokenConstraint {
   // The grammar's text so far is a whole sentence (and, framed, closed).
   bool complete() const;
 
+  // Matcher steps one answer may take in all. Each token set is bounded on its own
+  // (TokenMasks::kMaxStepsPerSet); this bounds how long one answer can keep busy the thread that
+  // advances the constraints, which in the server every other stream waits on. Past it, allowed()
+  // and accept() fail over_limit. A few seconds of one core; random walks through every test and
+  // JSONSchemaBench schema take at most ~0.75 M steps for 600 tokens.
+  static constexpr uint64_t kMaxStepsPerAnswer = 20'000'000;
+
  private:
   enum class Phase { first_token, reasoning, frame_open, grammar, after_frame };
   // Where the grammar's part begins: at its open token when framed.
   Phase grammar_entry() const { return frame_ ? Phase::frame_open : Phase::grammar; }
+  // Adds the matcher steps taken since `steps_before` to the answer's; an error past its limit.
+  Status charge(uint64_t steps_before);
 
   std::shared_ptr<grammar::TokenMasks> masks_;
   std::vector<uint32_t> stop_ids_;
@@ -90,6 +99,8 @@ class TokenConstraint {
   Phase phase_;
   grammar::StateId state_;
   AllowedTokens allowed_;
+  uint64_t steps_ = 0;
+  uint64_t max_steps_;
 };
 
 }  // namespace kipp

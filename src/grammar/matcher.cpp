@@ -92,7 +92,7 @@ Result<uint32_t> Automaton::intern(const Node& node) {
   const auto found = node_ids_.find(node);
   if (found != node_ids_.end()) return found->second;
   if (nodes_.size() >= kMaxNodes)
-    return fail("the grammar needs more than ", kMaxNodes, " parse stacks (nesting too deep for how ambiguous it is)");
+    return limit_exceeded("the grammar needs more than ", kMaxNodes, " parse stacks (nesting too deep for how ambiguous it is)");
   const uint32_t id = uint32_t(nodes_.size());
   nodes_.push_back(node);
   visit_stamp_.push_back(0);
@@ -208,7 +208,7 @@ Result<StateId> Automaton::make_state(std::vector<uint32_t> tops, bool accepting
   const auto found = state_ids_.find(key);
   if (found != state_ids_.end()) return found->second;
   if (states_.size() >= kMaxStates)
-    return fail("the grammar needs more than ", kMaxStates, " matcher states");
+    return limit_exceeded("the grammar needs more than ", kMaxStates, " matcher states");
   const StateId id = StateId(states_.size());
   StateData data;
   data.tops = key.first;

@@ -37,8 +37,8 @@ Result<TokenSet> TokenMasks::walk(StateId state) {
       if (known < 0) {
         KIPP_ASSIGN(next, automaton_->next(from, byte));
         if (automaton_->steps() - steps_before > max_steps_per_set_)
-          return fail("the constraint needs more than the limit of ", max_steps_per_set_,
-                      " matcher steps to find the tokens allowed next (the grammar is too ambiguous)");
+          return limit_exceeded("the constraint needs more than the limit of ", max_steps_per_set_,
+                                " matcher steps to find the tokens allowed next (the grammar is too ambiguous)");
       }
       if (next == kDeadState) continue;
       for (uint32_t id : trie.tokens(child)) set.add(id);

@@ -48,7 +48,7 @@ class AnthropicResponder : public Responder {
 
   void on_done(const RequestReport& report) override {
     if (report.error) {
-      const ApiError error{500, "generation failed: " + *report.error, "", "api_error"};
+      const ApiError error = generation_error(*report.error, "api_error");
       if (!stream_) return exchange_->respond(error_response(ApiDialect::anthropic, error));
       send(named_sse_event("error", anthropic_error_json(error)));
       if (started_) exchange_->finish();

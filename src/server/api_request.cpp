@@ -17,15 +17,6 @@
 namespace kipp::server {
 namespace {
 
-// The constraint's automaton is built here once, on the request's worker thread, so that a grammar
-// whose first state is beyond the matcher's limits is a 400 before any work, not a failure when
-// the scheduler admits it.
-std::optional<std::string> unrunnable(const grammar::Grammar& grammar) {
-  auto automaton = grammar::Automaton::create(grammar);
-  if (!automaton) return automaton.error().message;
-  return std::nullopt;
-}
-
 using Json = nlohmann::ordered_json;  // the client's key order: the chat template prints tools as sent
 
 // OpenAI fields that cannot change the output here (bookkeeping, routing and caching hints for
@@ -361,10 +352,11 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
   options.strict = strict;
   auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
   if (!compiled) return field_error(field, compiled.error().message);
-  if (auto problem = unrunnable(compiled->grammar)) return field_error(field, *problem);
+  auto automaton = grammar::Automaton::create(std::move(compiled->grammar));
+  if (!automaton) return field_error(field, automaton.error().message);
   StructuredOutput structured;
   structured.field = field;
-  structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled->grammar));
+  structured.automaton = std::move(automaton).value();
   structured.unenforced = std::move(compiled->unenforced);
   return structured;
 }
@@ -374,10 +366,11 @@ std::variant<StructuredOutput, ApiError> source_output(const ConstraintSource& s
   if (source.kind == ConstraintSource::Kind::json_schema) return schema_output(source.field, source.schema, source.strict);
   auto compiled = grammar::compile_gbnf(source.gbnf);
   if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
-  if (auto problem = unrunnable(*compiled)) return field_error(source.field, "the GBNF grammar is not usable: " + *problem);
+  auto automaton = grammar::Automaton::create(std::move(compiled).value());
+  if (!automaton) return field_error(source.field, "the GBNF grammar is not usable: " + automaton.error().message);
   StructuredOutput structured;
   structured.field = source.field;
-  structured.grammar = std::make_shared<const grammar::Grammar>(std::move(compiled).value());
+  structured.automaton = std::move(automaton).value();
   return structured;
 }
 

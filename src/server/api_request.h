@@ -28,6 +28,7 @@
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 #include "server/api_error.h"
 #include "util/json_fields.h"
 
@@ -51,7 +52,9 @@ struct ApiLimits {
 // The constraint a request asked for, compiled.
 struct StructuredOutput {
   std::string field;  // the request field that asked: response_format, json_schema, grammar or tool_choice
-  std::shared_ptr<const grammar::Grammar> grammar;
+  // Its matcher, built here so that a grammar whose first state is beyond the matcher's limits is
+  // a 400 before any work, and so that the scheduler thread never pays for building it.
+  std::shared_ptr<grammar::Automaton> automaton;
   std::vector<grammar::Unenforced> unenforced;  // what a json_schema with strict: false left out
   // tool_choice "required" or a named function: the grammar is a call's JSON, framed by the
   // <tool_call> tokens (several calls when parallel_tool_calls allows).

@@ -173,6 +173,11 @@ HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeade
   return json_response(error.status, error_body(dialect, error), std::move(headers));
 }
 
+ApiError generation_error(const Error& error, const std::string& server_type) {
+  if (error.over_limit) return {400, "the request went over a limit while generating: " + error.message, ""};
+  return {500, "generation failed: " + error.message, "", server_type};
+}
+
 ApiDialect dialect_of(std::string_view path) {
   return path.starts_with("/v1/messages") ? ApiDialect::anthropic : ApiDialect::openai;
 }

@@ -65,6 +65,9 @@ Json anthropic_error_json(const ApiError& error);
 Json error_body(ApiDialect dialect, const ApiError& error);
 // A whole response refusing a request, with the error's status, in the dialect's shape.
 HttpResponse error_response(ApiDialect dialect, const ApiError& error, HttpHeaders headers = {});
+// A request that failed while generating: a 400 when it went over a limit on what one request may
+// cost (the constraint's matcher steps: the client's to change), else a 500 of `server_type`.
+ApiError generation_error(const Error& error, const std::string& server_type);
 // The HTTP layer's own errors (limits, malformed requests, refused connections, failed handlers)
 // in the shape of the route's API (OpenAI's when the path is not known):
 // HttpServerOptions::error_format for `kipp serve`.

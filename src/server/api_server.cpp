@@ -306,7 +306,7 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   work.answer_start = chat ? chat_answer_start(config_.variant, thinking) : ConstraintStart::at_once;
   work.thinking_budget = request.thinking_budget;
   if (request.structured) {
-    work.grammar = request.structured->grammar;
+    work.constraint = request.structured->automaton;
     if (request.structured->tool_call)
       work.grammar_frame = TokenFrame{tool_tokens_->open, tool_tokens_->close,
                                       request.parallel_tool_calls && request.tool_choice == ToolChoice::required};

@@ -64,7 +64,7 @@ class OpenAiResponder : public Responder {
 
   void on_done(const RequestReport& report) override {
     if (report.error) {
-      const ApiError error{500, "generation failed: " + *report.error, "", "server_error"};
+      const ApiError error = generation_error(*report.error, "server_error");
       if (!stream_) return exchange_->respond(error_response(ApiDialect::openai, error));
       send(sse_event(error_json(error)));
       send("data: [DONE]\n\n");

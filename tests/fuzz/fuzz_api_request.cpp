@@ -46,6 +46,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (kipp::Variant variant : {kipp::Variant::instruct, kipp::Variant::instruct_2507, kipp::Variant::thinking_2507})
       (void)kipp::render_chat(variant, request->messages, options);
   }
-  if (request->structured) kipp::fuzz::walk_grammar(*request->structured->grammar, input->body);
+  if (request->structured) kipp::fuzz::walk_automaton(*request->structured->automaton, input->body);
   return 0;
 }

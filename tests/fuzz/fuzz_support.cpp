@@ -21,8 +21,10 @@ std::optional<Routed> split_route(const uint8_t* data, size_t size, size_t route
 
 void walk_grammar(grammar::Grammar grammar, std::string_view steer) {
   auto created = grammar::Automaton::create(std::move(grammar));
-  if (!created) return;
-  grammar::Automaton& automaton = **created;
+  if (created) walk_automaton(**created, steer);
+}
+
+void walk_automaton(grammar::Automaton& automaton, std::string_view steer) {
   grammar::StateId state = automaton.start();
   for (size_t step = 0; step < kWalkBytes && automaton.continues(state); ++step) {
     // The steering byte first; when the automaton refuses it, the least byte it takes.

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "grammar/grammar.h"
+#include "grammar/matcher.h"
 
 namespace kipp::fuzz {
 
@@ -30,5 +30,7 @@ std::optional<Routed> split_route(const uint8_t* data, size_t size, size_t route
 // least byte it allows, and stops at a whole sentence that cannot continue. Errors (a grammar over
 // the matcher's limits) are answers, not findings; only crashes, hangs and blow-ups are.
 void walk_grammar(grammar::Grammar grammar, std::string_view steer);
+// The same walk over an automaton built already (the server's, which a request carries).
+void walk_automaton(grammar::Automaton& automaton, std::string_view steer);
 
 }  // namespace kipp::fuzz

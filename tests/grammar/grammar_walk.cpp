@@ -7,6 +7,7 @@
 // then a whole answer), {"finished": false, ...} when it ran out of tokens. A refused schema is
 // one line {"schema": FILE, "refused": message}. An empty token set before the text is whole is an error (exit 1):
 // the mask must never strand a generation.
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <random>
@@ -50,13 +51,23 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
     std::printf("%s\n", nlohmann::json{{"schema", path}, {"refused", compiled.error().message}}.dump().c_str());
     return {};
   }
-  KIPP_ASSIGN(std::shared_ptr<grammar::TokenMasks> masks, cache.masks_for(compiled->grammar));
+  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(compiled->grammar)));
+  const std::shared_ptr<grammar::TokenMasks> masks = cache.masks_for(std::move(automaton));
   std::vector<uint32_t> any, closing;
   for (uint32_t walk = 0; walk < args.walks; ++walk) {
     TokenConstraint constraint(masks, ConstraintStart::at_once, stop, think);
     std::string out;
     bool finished = false;
+    // Matcher steps (parse stacks visited) one token cost at most, and the walk's sum: what the
+    // limits on a token set's cost (TokenMasks::kMaxStepsPerSet) are measured against.
+    uint64_t most_steps = 0, steps = 0;
+    const auto count_steps = [&](uint64_t before) {
+      const uint64_t taken = masks->automaton().steps() - before;
+      most_steps = std::max(most_steps, taken);
+      steps += taken;
+    };
     for (uint32_t step = 0; step < args.max_tokens && !finished; ++step) {
+      const uint64_t steps_before = masks->automaton().steps();
       KIPP_ASSIGN(const AllowedTokens* allowed, constraint.allowed());
       if (allowed->count() == 0) return fail(path, ": no token allowed after ", nlohmann::json(out).dump());
       any.clear();
@@ -71,15 +82,18 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
           }
       }
       if (allowed->has(stop[0]) && (any.empty() || random() % 3 == 0)) {
+        count_steps(steps_before);
         finished = true;
         break;
       }
       const std::vector<uint32_t>& pool = !closing.empty() && random() % 2 == 0 ? closing : any;
       const uint32_t token = pool[random() % pool.size()];
       KIPP_TRY(constraint.accept(token, tokenizer.token_bytes(token)));
+      count_steps(steps_before);
       out += tokenizer.token_bytes(token);
     }
-    std::printf("%s\n", nlohmann::json{{"schema", path}, {"finished", finished}, {"text", out}}
+    std::printf("%s\n", nlohmann::json{{"schema", path}, {"finished", finished}, {"text", out},
+                                           {"most_steps_per_token", most_steps}, {"steps", steps}}
                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   }
   return {};

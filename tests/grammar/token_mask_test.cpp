@@ -40,6 +40,8 @@ grammar::Grammar list_grammar() {
   return std::move(b).finish(root).value();
 }
 
+std::shared_ptr<grammar::Automaton> matcher_of(grammar::Grammar g) { return grammar::Automaton::create(std::move(g)).value(); }
+
 TEST(TokenTrie, HoldsEveryNormalTokenOnceInBreadthFirstOrder) {
   const Tokenizer& t = tokenizer();
   auto trie = constrained_vocabulary(t);
@@ -119,24 +121,72 @@ TEST(TokenMasks, OneTokenSetsWorkIsBoundedByItsLimit) {
   EXPECT_GT(masks.memory_bytes(), before + (t.vocab_size() / 8));
 }
 
+// One answer's matcher steps are bounded in all, not only per token set: a walk that keeps finding
+// new states fails over_limit once it has taken more than its limit, naming it.
+TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
+  const Tokenizer& t = tokenizer();
+  const auto masks = std::make_shared<grammar::TokenMasks>(matcher_of(list_grammar()), constrained_vocabulary(t));
+  const ThinkTokens think = find_think_tokens(t).value();
+  const std::vector<uint32_t> stop = {151645};
+  const std::vector<uint32_t> ids = t.encode("[1, \"a\", 22]").value();
+  // What the whole text costs with no limit, from a fresh matcher.
+  uint64_t needed = 0;
+  {
+    const auto fresh = std::make_shared<grammar::TokenMasks>(matcher_of(list_grammar()), constrained_vocabulary(t));
+    TokenConstraint unbounded(fresh, ConstraintStart::at_once, stop, think);
+    for (uint32_t id : ids) {
+      ASSERT_TRUE(unbounded.allowed().ok());
+      ASSERT_TRUE(unbounded.accept(id, t.token_bytes(id)).ok());
+    }
+    needed = fresh->automaton().steps();
+  }
+  ASSERT_GT(needed, 100u);
+  TokenConstraint bounded(masks, ConstraintStart::at_once, stop, think, std::nullopt, needed / 2);
+  Status failed;
+  for (uint32_t id : ids) {
+    if (auto allowed = bounded.allowed(); !allowed) {
+      failed = allowed.error();
+      break;
+    }
+    if (failed = bounded.accept(id, t.token_bytes(id)); !failed) break;
+  }
+  ASSERT_FALSE(failed.ok());
+  EXPECT_TRUE(failed.error().over_limit);
+  EXPECT_NE(failed.error().message.find("more than the limit of " + std::to_string(needed / 2) + " matcher steps for one answer"),
+            std::string::npos)
+      << failed.error().message;
+}
+
 TEST(ConstraintCache, KeepsToItsByteBudgetDroppingTheLeastRecentlyUsed) {
   const Tokenizer& t = tokenizer();
   GrammarBuilder b;
   const RuleId yes = b.add("root", {b.literal("yes")});
   const grammar::Grammar other = std::move(b).finish(yes).value();
   ConstraintCache roomy(t);
-  ASSERT_TRUE(roomy.masks_for(list_grammar()).ok());
-  ASSERT_TRUE(roomy.masks_for(other).ok());
+  ASSERT_NE(roomy.masks_for(matcher_of(list_grammar())), nullptr);
+  ASSERT_NE(roomy.masks_for(matcher_of(other)), nullptr);
   EXPECT_EQ(roomy.size(), 2u);
   EXPECT_GT(roomy.memory_bytes(), 0u);
   // A budget smaller than one grammar keeps only the one just asked for; the one a request holds
   // stays valid in its hands.
   ConstraintCache tight(t, 1);
-  auto held = tight.masks_for(list_grammar());
-  ASSERT_TRUE(held.ok());
-  ASSERT_TRUE(tight.masks_for(other).ok());
+  auto held = tight.masks_for(matcher_of(list_grammar()));
+  ASSERT_NE(tight.masks_for(matcher_of(other)), nullptr);
   EXPECT_EQ(tight.size(), 1u);
-  EXPECT_TRUE(held.value()->allowed(held.value()->automaton().start()).ok());
+  EXPECT_TRUE(held->allowed(held->automaton().start()).ok());
+}
+
+// The server builds a request's matcher on its compile threads: the cache keeps the first one of a
+// grammar and shares it with every later request for an equal grammar, whose own is dropped.
+TEST(ConstraintCache, SharesTheFirstMatcherOfAGrammar) {
+  ConstraintCache cache(tokenizer());
+  const auto first = matcher_of(list_grammar());
+  const auto masks = cache.masks_for(first);
+  EXPECT_EQ(&masks->automaton(), first.get());
+  const auto again = matcher_of(list_grammar());
+  EXPECT_EQ(cache.masks_for(again), masks);
+  EXPECT_EQ(again.use_count(), 1);
+  EXPECT_EQ(cache.size(), 1u);
 }
 
 // Random walks: always a token from the allowed set; the set never empties before the text is a
@@ -144,7 +194,7 @@ TEST(ConstraintCache, KeepsToItsByteBudgetDroppingTheLeastRecentlyUsed) {
 TEST(TokenConstraint, RandomWalksEndInSentences) {
   const Tokenizer& t = tokenizer();
   ConstraintCache cache(t);
-  auto masks = cache.masks_for(list_grammar()).value();
+  auto masks = cache.masks_for(matcher_of(list_grammar()));
   const ThinkTokens think = find_think_tokens(t).value();
   const std::vector<uint32_t> stop = {151645};
   std::mt19937 random(7);
@@ -175,7 +225,7 @@ TEST(TokenConstraint, RandomWalksEndInSentences) {
 TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   const Tokenizer& t = tokenizer();
   ConstraintCache cache(t);
-  auto masks = cache.masks_for(list_grammar()).value();
+  auto masks = cache.masks_for(matcher_of(list_grammar()));
   const ThinkTokens think = find_think_tokens(t).value();
   EXPECT_EQ(think.open, 151667u);
   EXPECT_EQ(think.close, 151668u);

@@ -185,6 +185,22 @@ describe('kipp serve under hostile input', () => {
     assert.ok(answered.indexOf('plain') <= 2, `answered in the order ${answered.join(', ')}`);
   });
 
+  // Matching is bounded per answer as well as per token set. Each token set of this grammar costs
+  // the matcher most of its per-set limit, so an answer of a few dozen tokens reaches the limit
+  // for one answer: it ends with a 400 naming that limit, never a 500, and the server serves on.
+  test('an answer whose matching costs too much ends with a 400 naming the limit', async () => {
+    const body = { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 400,
+      grammar: 'root ::= (("a"?){160}){160} "a"{4000}' };
+    const response = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', body: JSON.stringify(body) });
+    const text = await response.text();
+    assert.equal(response.status, 400, text.slice(0, 300));
+    const error = JSON.parse(text).error;
+    assert.equal(error.type, 'invalid_request_error');
+    assert.match(error.message, /went over a limit while generating: .*limit of 20000000 matcher steps for one answer/);
+    await settle(server);
+    await healthy(server);
+  });
+
   test('slow headers are cut off; the server keeps serving meanwhile', async () => {
     const slow = exchange(server.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Le', { waitMs: 5000 });
     await healthy(server);

@@ -90,7 +90,7 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   const auto& structured = std::get<ApiRequest>(schema).structured;
   ASSERT_TRUE(structured.has_value());
   EXPECT_EQ(structured->field, "response_format.json_schema.schema");
-  EXPECT_GT(structured->grammar->rules.size(), 1u);
+  EXPECT_GT(structured->automaton->grammar().rules.size(), 1u);
   EXPECT_TRUE(structured->unenforced.empty());
 
   // OpenAI's default is strict: false: what cannot be enforced is listed, not refused.

@@ -567,7 +567,7 @@ TEST_F(SchedulerTest, ATinyPoolDelaysAdmissionButEveryAnswerIsRight) {
   first.get();
   for (size_t i = 0; i < requests.size(); ++i) {
     const Outcome outcome = outcomes[i].get();
-    EXPECT_FALSE(outcome.report.error) << *outcome.report.error;
+    EXPECT_FALSE(outcome.report.error) << outcome.report.error->message;
     EXPECT_EQ(outcome.text[0], alone(requests[i]).text) << "request " << i;
   }
   // Each needs at least 3 of the 6 blocks (68 positions or more): two run at most, four wait.
