@@ -33,12 +33,14 @@ function(kipp_fuzz_test name default_seconds)
   set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT ${timeout})
 endfunction()
 
-kipp_fuzz_test(gguf 60)
+# Short runs: make test checks that each target still runs clean from its seeds plus a little
+# mutation; depth comes from bench/fuzz_long.sh, whose findings become regression tests.
+kipp_fuzz_test(gguf 30)
 # Replaying its ~530 seeds (real schemas, some compiling for seconds under ASan) takes 20-30 s on
-# two busy cores before any mutation: 90 s leaves a minute of fuzzing.
-kipp_fuzz_test(json_schema 90)
+# two busy cores before any mutation: 60 s leaves half a minute of fuzzing.
+kipp_fuzz_test(json_schema 60)
 # Patterns and grammars are short texts: shorter inputs keep the mutations on their syntax.
-kipp_fuzz_test(regex 30 MAX_LEN 16384)
-kipp_fuzz_test(gbnf 30 MAX_LEN 16384)
-kipp_fuzz_test(api_request 30)
-kipp_fuzz_test(convert_readers 30)
+kipp_fuzz_test(regex 20 MAX_LEN 16384)
+kipp_fuzz_test(gbnf 20 MAX_LEN 16384)
+kipp_fuzz_test(api_request 20)
+kipp_fuzz_test(convert_readers 20)
