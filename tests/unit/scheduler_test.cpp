@@ -13,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <thread>
+#include <utility>
 
 #include "engine/kv_block_pool.h"
 #include "engine/logprobs.h"
@@ -601,6 +602,48 @@ TEST_F(SchedulerTest, ARequestThatDoesNotFitYetHoldsUpNoSmallerOne) {
   // Under first-come-first-served the small one would have waited for all of the big one.
   EXPECT_EQ(big_updates_when_small_began->load(), 0) << "the small request began only after the big one had";
   EXPECT_EQ(small_done.text[0], alone(small).text);
+  EXPECT_EQ(big_done.text[0], alone(big).text);
+  expect_pool_idle();
+}
+
+// ...and a request that does not fit cannot starve either: once 64 smaller ones (the scheduler's
+// kMaxOvertakes) have gone past it, none goes past it until it is in. A long request holds most
+// of the pool until it is cancelled; 70 small ones that each fit queue behind a big one that does
+// not. Without the bound all 70 would begin before the big one.
+TEST_F(SchedulerTest, ABigRequestIsOvertakenAtMost64TimesThenGoesFirst) {
+  // 40 blocks of 32 positions: the long request reserves 32, a small one 1, the big one 9.
+  start({.pool_blocks = 40, .max_sequences = 8, .max_waiting = 80, .step_tokens = 64});
+  std::mt19937 rng(21);
+  auto began = std::make_shared<std::pair<std::mutex, std::vector<int>>>();  // -1: the big one
+  auto on_first_update = [began](int label) {
+    return [began, label, seen = std::make_shared<bool>(false)](const ChoiceUpdate&) {
+      if (std::exchange(*seen, true)) return;
+      std::lock_guard lock(began->first);
+      began->second.push_back(label);
+    };
+  };
+  std::shared_ptr<RequestTicket> long_ticket;
+  auto long_outcome = submit(greedy(random_prompt(rng, 20), 1000), &long_ticket);
+  const CompletionRequest big = greedy(random_prompt(rng, 250), 8);
+  CompletionRequest big_request = big;
+  big_request.on_update = on_first_update(-1);
+  auto big_outcome = submit(big_request);
+  std::vector<std::future<Outcome>> small_outcomes;
+  for (int i = 0; i < 70; ++i) {
+    CompletionRequest small = greedy(random_prompt(rng, 20), 1);
+    small.on_update = on_first_update(i);
+    small_outcomes.push_back(submit(small));
+  }
+  for (int i = 0; i < 64; ++i) EXPECT_FALSE(small_outcomes[size_t(i)].get().report.error);
+  long_ticket->cancel();  // its room goes to the big one, which no small one may pass now
+  EXPECT_TRUE(long_outcome.get().report.cancelled);
+  const Outcome big_done = big_outcome.get();
+  for (size_t i = 64; i < small_outcomes.size(); ++i) EXPECT_FALSE(small_outcomes[i].get().report.error);
+  std::lock_guard lock(began->first);
+  const std::vector<int>& order = began->second;
+  const auto big_at = std::find(order.begin(), order.end(), -1);
+  ASSERT_NE(big_at, order.end());
+  EXPECT_EQ(big_at - order.begin(), 64) << "small requests that began before the big one";
   EXPECT_EQ(big_done.text[0], alone(big).text);
   expect_pool_idle();
 }
