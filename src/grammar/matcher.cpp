@@ -92,7 +92,8 @@ Result<uint32_t> Automaton::intern(const Node& node) {
   const auto found = node_ids_.find(node);
   if (found != node_ids_.end()) return found->second;
   if (nodes_.size() >= kMaxNodes)
-    return limit_exceeded("the grammar needs more than ", kMaxNodes, " parse stacks (nesting too deep for how ambiguous it is)");
+    return limit_exceeded("the grammar needs more than ", kMaxNodes,
+                          " parse stacks (nesting too deep for how ambiguous it is)");
   const uint32_t id = uint32_t(nodes_.size());
   nodes_.push_back(node);
   visit_stamp_.push_back(0);

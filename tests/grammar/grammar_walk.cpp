@@ -59,7 +59,8 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
     std::string out;
     bool finished = false;
     // Matcher steps (parse stacks visited) one token cost at most, and the walk's sum: what the
-    // limits on a token set's cost (TokenMasks::kMaxStepsPerSet) are measured against.
+    // limits per token set (TokenMasks::kMaxStepsPerSet) and per answer
+    // (TokenConstraint::kMaxStepsPerAnswer) are measured against.
     uint64_t most_steps = 0, steps = 0;
     const auto count_steps = [&](uint64_t before) {
       const uint64_t taken = masks->automaton().steps() - before;

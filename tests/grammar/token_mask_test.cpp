@@ -41,7 +41,9 @@ grammar::Grammar list_grammar() {
   return std::move(b).finish(root).value();
 }
 
-std::shared_ptr<grammar::Automaton> matcher_of(grammar::Grammar g) { return grammar::Automaton::create(std::move(g)).value(); }
+std::shared_ptr<grammar::Automaton> matcher_of(grammar::Grammar g) {
+  return grammar::Automaton::create(std::move(g)).value();
+}
 
 TEST(TokenTrie, HoldsEveryNormalTokenOnceInBreadthFirstOrder) {
   const Tokenizer& t = tokenizer();
@@ -153,8 +155,8 @@ TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
   }
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(failed.error().over_limit);
-  EXPECT_NE(failed.error().message.find("more than the limit of " + std::to_string(needed / 2) + " matcher steps for one answer"),
-            std::string::npos)
+  const std::string limit = "more than the limit of " + std::to_string(needed / 2) + " matcher steps for one answer";
+  EXPECT_NE(failed.error().message.find(limit), std::string::npos)
       << failed.error().message;
 }
 
