@@ -1,9 +1,12 @@
 #include "backend/cpu/cpu_features.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
@@ -11,6 +14,7 @@
 #include <utility>
 
 namespace kipp::cpu {
+#if defined(__x86_64__)
 namespace {
 
 // The register state the operating system saves on a context switch (XCR0), or 0 without XSAVE.
@@ -39,6 +43,7 @@ bool tile_state_granted() {
 }
 
 }  // namespace
+#endif
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
@@ -50,7 +55,9 @@ std::string_view isa_name(Isa isa) {
   return "?";
 }
 
+// Only x86-64 has sets beyond the portable one (src/CMakeLists.txt builds them there only).
 Isa detected_isa() {
+#if defined(__x86_64__)
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::portable;
   const bool fma = ecx & bit_FMA, f16c = ecx & bit_F16C;
@@ -65,6 +72,7 @@ Isa detected_isa() {
     return Isa::avx512;
   }
   if (avx2 && fma && f16c && os_saves_ymm_state()) return Isa::avx2;
+#endif
   return Isa::portable;
 }
 

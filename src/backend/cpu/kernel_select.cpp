@@ -7,13 +7,18 @@
 
 namespace kipp::cpu {
 
+// Only x86-64 builds the x86 sets (src/CMakeLists.txt); elsewhere detected_isa() is portable.
 const Kernels& kernels_for(Isa isa) {
+#if defined(__x86_64__)
   switch (isa) {
     case Isa::amx: return amx_kernels();
     case Isa::avx512: return avx512_kernels();
     case Isa::avx2: return avx2_kernels();
     case Isa::portable: break;
   }
+#else
+  (void)isa;
+#endif
   return portable_kernels();
 }
 

@@ -126,6 +126,7 @@ inline size_t tile_planes_bytes(uint32_t tokens, uint32_t width) {
 }
 
 const Kernels& portable_kernels();
+// The x86 sets, built on x86-64 only.
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
 const Kernels& amx_kernels();

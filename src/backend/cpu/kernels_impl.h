@@ -9,10 +9,15 @@
 // files (std:: templates included): the linker would keep one copy, compiled for whichever
 // instruction set it saw first. Everything is in an anonymous namespace and uses only builtins
 // and the compiler's intrinsics (always inlined, never emitted as shared copies).
-#include <immintrin.h>
-
+//
+// The portable set (KIPP_LANES 4) is plain C++ with GCC's vector extensions, for any processor;
+// only the x86 sets (8 and 16 lanes, AMX) use x86 intrinsics.
 #ifndef KIPP_AMX
 #define KIPP_AMX 0
+#endif
+
+#if KIPP_LANES > 4 || KIPP_AMX
+#include <immintrin.h>
 #endif
 
 #include <cstddef>
