@@ -1,4 +1,4 @@
-// The backend contract: what every backend (cpu-ref, cpu, later cuda) implements. A backend owns
+// The backend contract: what every backend (cpu-ref, cpu, cuda) implements. A backend owns
 // its prepared weights, scratch and KV storage; callers see sessions, block tables and evaluation
 // items, never device memory. Evaluation is synchronous; errors are values.
 //
@@ -120,8 +120,9 @@ struct BackendOptions {
   unsigned threads = 0;           // CPU threads; 0 = one per physical core
   bool int8_activations = false;  // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
   KvFormat kv_cache = KvFormat::bf16;  // cpu and cpu-ref; cuda stores BF16 only
-  // cpu: "portable", "avx2" or "avx512" runs that kernel set (one the processor supports);
-  // empty runs the best it supports (cpu/cpu_features.h).
+  // cpu: "portable", "avx2", "avx512" or "amx" runs that kernel set (one the processor supports;
+  // on processors other than x86-64, only portable); empty runs the best it supports
+  // (cpu/cpu_features.h).
   std::string cpu_isa = {};
   bool cuda_graphs = true;  // cuda: replay captured decode steps; false launches every kernel
 };

@@ -1,4 +1,4 @@
-// The `kipp` binary: one subcommand per user task (DESIGN.md "User-facing interface").
+// The `kipp` binary: one subcommand per user task (README.md, "The CLI at a glance").
 #include <cstdio>
 #include <vector>
 

@@ -3,8 +3,8 @@
 namespace kipp {
 namespace {
 
-// Facts from ../shared/REGISTRY.md (the pinned Hugging Face revisions) and DESIGN.md (the
-// synthetic test shapes). The kipp-test revisions are fixed tags of Kipp's own generator.
+// Facts from ../shared/REGISTRY.md (the pinned Hugging Face revisions) and docs/MODELS.md
+// ("Synthetic test checkpoints", the test shapes). The kipp-test revisions are fixed tags of Kipp's own generator.
 constexpr Checkpoint kCheckpoints[] = {
     // id, repository, revision, variant, layers, hidden, ffn, q_heads, context, theta, tied,
     // stores_tied_head, synthetic

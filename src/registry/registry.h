@@ -19,7 +19,7 @@ enum class Variant {
 
 std::string_view variant_name(Variant variant);
 
-// Family invariants shared by every checkpoint (DESIGN.md, REGISTRY.md).
+// Family invariants shared by every checkpoint (docs/MODELS.md, ../shared/REGISTRY.md).
 namespace family {
 inline constexpr uint32_t kv_heads = 8;
 inline constexpr uint32_t head_dim = 128;

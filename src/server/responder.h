@@ -1,8 +1,8 @@
 // What turns one request's scheduler updates into its HTTP answer: a whole response at the end,
 // or server-sent events as the answer grows. This base holds what every API shares: the stream's
 // start (events made before the headers went out wait for them), the x-kipp-* headers, and the
-// lock that orders the I/O thread's start() against the scheduler thread's updates. The API's
-// own shapes live in OpenAiResponder and AnthropicResponder.
+// lock that orders start(), on the worker that submitted the request, against the scheduler
+// thread's updates. The API's own shapes live in OpenAiResponder and AnthropicResponder.
 #pragma once
 
 #include <memory>
@@ -21,7 +21,8 @@ class Responder {
   Responder(const ApiRequest& request, std::shared_ptr<HttpExchange> exchange);
   virtual ~Responder() = default;
 
-  // Sends the stream's headers and whatever was made before they went out (I/O thread).
+  // Sends the stream's headers and whatever was made before they went out (the request worker or
+  // compile worker that submitted the request, docs/SERVER.md "Threads").
   void start();
   // Scheduler thread.
   void update(const ChoiceUpdate& update);

@@ -1,6 +1,7 @@
 """End-to-end checks of the kipp CLI: registry, inspect and convert as a user runs them.
 
-Exit codes, stdout and the one-line stderr errors are part of the contract (DESIGN.md).
+Exit codes, stdout and the one-line stderr errors are part of the contract (docs/ARCHITECTURE.md,
+"Conventions").
 """
 import argparse
 import json

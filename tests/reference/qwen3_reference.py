@@ -5,8 +5,8 @@ Reads a Hugging Face Qwen3 source directory (config.json plus BF16 safetensors, 
 file or sharded via model.safetensors.index.json), runs the forward pass in float64 for
 every prompt position and writes raw little-endian float32 logits, row-major
 [rows][vocab_size].  K (after q/k-norm and RoPE) and V are rounded to BF16 (round to
-nearest, ties to even) before attention, as Kipp's KV cache stores them (DESIGN.md,
-"Numerical contracts"); with --kv-cache q8_0 they are rounded as Kipp's Q8_0 cache stores them
+nearest, ties to even) before attention, as Kipp's KV cache stores them (docs/MODELS.md,
+"The KV cache"); with --kv-cache q8_0 they are rounded as Kipp's Q8_0 cache stores them
 instead (each 32-value run against the FP16-rounded scale of its largest magnitude).
 
     qwen3_reference.py --source DIR --ids 1,2,3 --out FILE.f32 [--last N] [--kv-cache q8_0] [--verbose]
