@@ -5,8 +5,9 @@ set(CMAKE_SYSTEM_NAME Linux)
 set(CMAKE_SYSTEM_PROCESSOR aarch64)
 set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
-# Libraries and headers for the target only; CMake package files (nlohmann_json's, arch-independent)
-# from the host as well.
+# Multiarch puts the target's libraries and headers under /usr (lib/aarch64-linux-gnu, which
+# CMAKE_LIBRARY_ARCHITECTURE selects), so the host's paths are searched as well as the root's;
+# CMake package files (nlohmann_json's, arch-independent) come from the host too.
 set(CMAKE_FIND_ROOT_PATH /usr/aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
@@ -16,4 +17,3 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 # The test binary is linked statically (tests/core/CMakeLists.txt), so OpenSSL's archive.
 set(OPENSSL_USE_STATIC_LIBS TRUE)
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)
