@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp::grammar {
 namespace {

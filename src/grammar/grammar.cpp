@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/sha256.h"
+#include "util/utf8.h"
 
 namespace kipp::grammar {
 
@@ -103,29 +104,6 @@ namespace {
 
 using ByteRanges = std::vector<std::pair<uint8_t, uint8_t>>;
 
-size_t encode_utf8(uint32_t code_point, uint8_t* out) {
-  if (code_point < 0x80) {
-    out[0] = uint8_t(code_point);
-    return 1;
-  }
-  if (code_point < 0x800) {
-    out[0] = uint8_t(0xC0 | (code_point >> 6));
-    out[1] = uint8_t(0x80 | (code_point & 0x3F));
-    return 2;
-  }
-  if (code_point < 0x10000) {
-    out[0] = uint8_t(0xE0 | (code_point >> 12));
-    out[1] = uint8_t(0x80 | ((code_point >> 6) & 0x3F));
-    out[2] = uint8_t(0x80 | (code_point & 0x3F));
-    return 3;
-  }
-  out[0] = uint8_t(0xF0 | (code_point >> 18));
-  out[1] = uint8_t(0x80 | ((code_point >> 12) & 0x3F));
-  out[2] = uint8_t(0x80 | ((code_point >> 6) & 0x3F));
-  out[3] = uint8_t(0x80 | (code_point & 0x3F));
-  return 4;
-}
-
 // [low, high] (code points whose UTF-8 forms have the same length) as byte-range sequences: the
 // range is split until, at every byte position, the bytes of the sequence form one range.
 void same_length_sequences(uint32_t low, uint32_t high, std::vector<ByteRanges>& out) {
@@ -143,11 +121,11 @@ void same_length_sequences(uint32_t low, uint32_t high, std::vector<ByteRanges>&
       return;
     }
   }
-  uint8_t first[4], last[4];
-  const size_t length = encode_utf8(low, first);
-  encode_utf8(high, last);
+  std::string first, last;
+  utf8::append(low, first);
+  utf8::append(high, last);
   ByteRanges ranges;
-  for (size_t i = 0; i < length; ++i) ranges.push_back({first[i], last[i]});
+  for (size_t i = 0; i < first.size(); ++i) ranges.push_back({uint8_t(first[i]), uint8_t(last[i])});
   out.push_back(std::move(ranges));
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "util/utf8.h"  // code_points: schema strings are valid UTF-8, as nlohmann has checked
+
 namespace kipp::grammar {
 
 namespace {
@@ -25,19 +27,6 @@ CodePointRanges subtract(const CodePointRanges& set, const CodePointRanges& remo
 char hex_digit(unsigned value) { return "0123456789abcdef"[value & 15]; }
 
 }  // namespace
-
-std::vector<uint32_t> decode_utf8(std::string_view text) {
-  std::vector<uint32_t> out;
-  for (size_t i = 0; i < text.size();) {
-    const auto lead = uint8_t(text[i]);
-    const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    uint32_t code_point = length == 1 ? lead : length == 2 ? lead & 0x1F : length == 3 ? lead & 0x0F : lead & 0x07;
-    for (size_t k = 1; k < length && i + k < text.size(); ++k) code_point = (code_point << 6) | (uint8_t(text[i + k]) & 0x3F);
-    out.push_back(code_point);
-    i += length;
-  }
-  return out;
-}
 
 RuleId JsonStringChars::rule(GrammarBuilder& builder, const CodePointRanges& ranges, bool negated) {
   CodePointRanges set = normalize_code_points(ranges, negated);
@@ -83,7 +72,7 @@ RuleId string_not_in(GrammarBuilder& builder, JsonStringChars& chars, const std:
   std::vector<Node> trie(1);
   for (const std::string& name : names) {
     size_t at = 0;
-    for (uint32_t code_point : decode_utf8(name)) {
+    for (uint32_t code_point : utf8::code_points(name)) {
       auto found = trie[at].children.find(code_point);
       if (found == trie[at].children.end()) {
         trie.emplace_back();

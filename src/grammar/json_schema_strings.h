@@ -19,9 +19,6 @@
 
 namespace kipp::grammar {
 
-// The code points of valid UTF-8 text (nlohmann has checked schema strings already).
-std::vector<uint32_t> decode_utf8(std::string_view text);
-
 // One character inside a JSON string, from a set of code points; one rule per distinct set.
 class JsonStringChars {
  public:

@@ -12,7 +12,7 @@
 #include <set>
 #include <string>
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp::grammar {
 namespace {

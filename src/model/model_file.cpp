@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "util/printable.h"
+#include "util/utf8.h"
 
 namespace kipp {
 namespace {
@@ -13,30 +14,6 @@ constexpr size_t kMaxTokenBytes = 1024;
 constexpr size_t kByteTokens = 256;
 // Kipp writes no scores (byte-level BPE ranks by merges), but llama.cpp reads them when present.
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
-
-bool valid_utf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    size_t extra = 0;
-    uint32_t code = 0;
-    if (lead < 0x80) { ++i; continue; }
-    if ((lead & 0xe0) == 0xc0) { extra = 1; code = lead & 0x1f; }
-    else if ((lead & 0xf0) == 0xe0) { extra = 2; code = lead & 0x0f; }
-    else if ((lead & 0xf8) == 0xf0) { extra = 3; code = lead & 0x07; }
-    else return false;
-    if (i + extra >= text.size()) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xc0) != 0x80) return false;
-      code = (code << 6) | (next & 0x3f);
-    }
-    static constexpr uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-    if (code < kMinForLength[extra] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
 
 Status expect_u32(const gguf::File& file, std::string_view key, uint32_t expected, const Checkpoint& c) {
   KIPP_ASSIGN(uint32_t value, file.get_u32(key));
@@ -128,7 +105,7 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
     std::string_view text = tokens->strings[id];
     if (text.empty() || text.size() > kMaxTokenBytes)
       return fail("metadata ", keys::tokens, ": token ", id, " has ", text.size(), " bytes, expected 1 to ", kMaxTokenBytes);
-    if (!valid_utf8(text)) return fail("metadata ", keys::tokens, ": token ", id, " is not valid UTF-8");
+    if (!utf8::validate(text)) return fail("metadata ", keys::tokens, ": token ", id, " is not valid UTF-8");
   }
   data.tokens = tokens->strings;
 

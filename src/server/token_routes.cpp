@@ -1,7 +1,7 @@
 #include "server/token_routes.h"
 
 #include "server/api_response.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp::server {
 namespace {

@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 
 #include "tokenizer/char_table.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp {
 namespace {

@@ -3,7 +3,7 @@
 #include "tokenizer/pretokenizer.h"
 
 #include "tokenizer/char_table.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp {
 namespace {

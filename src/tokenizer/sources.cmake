@@ -2,7 +2,6 @@
 # for NFC data, combining classes and general categories (docs/TOKENIZER.md, "Unicode versions").
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 target_sources(kipp_tokenizer PRIVATE
-  ${CMAKE_CURRENT_LIST_DIR}/utf8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/unicode_tables.cpp
   ${CMAKE_CURRENT_LIST_DIR}/char_table.cpp
   ${CMAKE_CURRENT_LIST_DIR}/nfc.cpp

@@ -1,7 +1,7 @@
 // Only the tail can be unfinished: everything before the last incomplete step is emitted.
 #include "tokenizer/stream_decoder.h"
 
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp {
 

@@ -10,7 +10,7 @@
 #include "gguf/gguf_format.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pretokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 #include "tokenizer/vocab_index.h"
 
 namespace kipp {

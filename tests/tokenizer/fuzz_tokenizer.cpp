@@ -9,7 +9,7 @@
 
 #include "real_tokenizer.h"
 #include "tokenizer/stream_decoder.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace {
 

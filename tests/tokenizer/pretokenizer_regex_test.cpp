@@ -17,7 +17,7 @@
 
 #include "tokenizer/char_table.h"
 #include "tokenizer/pretokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp {
 namespace {

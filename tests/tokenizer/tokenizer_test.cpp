@@ -15,7 +15,7 @@
 #include "tokenizer/nfc.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 namespace kipp {
 namespace {

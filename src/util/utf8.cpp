@@ -1,6 +1,6 @@
 // Strict UTF-8 stepping per the Unicode standard's table of well-formed byte sequences
 // (no overlongs, no surrogates, nothing above U+10FFFF).
-#include "tokenizer/utf8.h"
+#include "util/utf8.h"
 
 #include <cstring>
 
@@ -96,6 +96,17 @@ void append_lossy(std::string_view bytes, std::string& out) {
       out.append(kReplacement);
     offset += one.length;
   }
+}
+
+std::vector<char32_t> code_points(std::string_view valid_text) {
+  std::vector<char32_t> out;
+  const auto* p = reinterpret_cast<const unsigned char*>(valid_text.data());
+  for (size_t offset = 0; offset < valid_text.size();) {
+    uint32_t length = 0;
+    out.push_back(decode_valid(p + offset, length));
+    offset += length;
+  }
+  return out;
 }
 
 }  // namespace kipp::utf8

@@ -1,12 +1,15 @@
-// UTF-8 for the tokenizer: strict validation (the first bad byte's offset is the error), one-step
-// decoding that tells a complete character from an incomplete tail and from invalid bytes, and
-// the lossy conversion that decode uses for byte sequences that are not UTF-8.
+// UTF-8, for every layer that reads or writes text (the tokenizer, the GGUF vocabulary check, the
+// grammar compilers, the server): strict validation (the first bad byte's offset is the error),
+// one-step decoding that tells a complete character from an incomplete tail and from invalid
+// bytes, encoding, and the lossy conversion the tokenizer's decode uses for bytes that are not
+// UTF-8.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/error.h"
 
@@ -55,5 +58,8 @@ inline char32_t decode_valid(const unsigned char* p, uint32_t& length) {
   length = 4;
   return char32_t(lead & 0x07) << 18 | char32_t(p[1] & 0x3F) << 12 | char32_t(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
 }
+
+// The code points of text already known to be valid UTF-8 (a JSON string, a validated token).
+std::vector<char32_t> code_points(std::string_view valid_text);
 
 }  // namespace kipp::utf8
