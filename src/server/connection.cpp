@@ -72,9 +72,8 @@ void Connection::refuse() {
 }
 
 void Connection::close_now() {
-  if (closed_) return;
-  closed_ = true;
-  bool was_pending = pending();
+  if (closed()) return;
+  const bool was_pending = pending();
   phase_ = Phase::kClosed;
   ++timer_seq_;
   ++watch_seq_;
@@ -108,7 +107,7 @@ void Connection::close_if_idle() {
 // --- The reply channel's operations ---
 
 void Connection::do_respond(uint64_t id, HttpResponse response) {
-  if (closed_ || id != cur_id_ || phase_ != Phase::kHandling) return;
+  if (closed() || id != cur_id_ || phase_ != Phase::kHandling) return;
   phase_ = Phase::kResponding;
   enqueue(whole_response(std::move(response), keep_alive_, head_request_));
   after_drain_ = keep_alive_ ? After::kNextRequest : After::kLinger;
@@ -117,34 +116,32 @@ void Connection::do_respond(uint64_t id, HttpResponse response) {
 
 void Connection::do_start_stream(uint64_t id, int status, const std::string& content_type,
                                  const HttpHeaders& headers) {
-  if (closed_ || id != cur_id_ || phase_ != Phase::kHandling) return;
-  // An HTTP/1.0 client gets the stream unframed, ended by closing the connection.
-  chunked_ = !http10_;
-  if (!chunked_) keep_alive_ = false;
+  if (closed() || id != cur_id_ || phase_ != Phase::kHandling) return;
+  if (!chunked()) keep_alive_ = false;
   phase_ = Phase::kStreaming;
-  enqueue(stream_head(status, content_type, headers, chunked_, keep_alive_));
+  enqueue(stream_head(status, content_type, headers, chunked(), keep_alive_));
   if (head_request_) {
-    finishing_ = true;
-    if (chunked_) enqueue(last_chunk());
+    phase_ = Phase::kStreamEnding;
+    if (chunked()) enqueue(last_chunk());
     after_drain_ = keep_alive_ ? After::kNextRequest : After::kLinger;
   }
   pump();
 }
 
 void Connection::do_write(uint64_t id, std::string data) {
-  if (closed_ || id != cur_id_ || phase_ != Phase::kStreaming || finishing_ || data.empty()) return;
+  if (closed() || id != cur_id_ || phase_ != Phase::kStreaming || data.empty()) return;
   if (queued_bytes_ > core_->limits.max_queued_bytes) {
     close_now();  // it reads slower than the stream comes: gone, so the request stops too
     return;
   }
-  enqueue(chunked_ ? framed_chunk(data) : std::move(data));
+  enqueue(chunked() ? framed_chunk(data) : std::move(data));
   pump();
 }
 
 void Connection::do_finish(uint64_t id) {
-  if (closed_ || id != cur_id_ || phase_ != Phase::kStreaming || finishing_) return;
-  finishing_ = true;
-  if (chunked_) enqueue(last_chunk());
+  if (closed() || id != cur_id_ || phase_ != Phase::kStreaming) return;
+  phase_ = Phase::kStreamEnding;
+  if (chunked()) enqueue(last_chunk());
   after_drain_ = keep_alive_ ? After::kNextRequest : After::kLinger;
   pump();
 }
@@ -159,19 +156,20 @@ void Connection::do_on_disconnect(uint64_t id, std::function<void()> callback) {
 }
 
 void Connection::do_abandon(uint64_t id) {
-  if (closed_ || id != cur_id_) return;
+  if (closed() || id != cur_id_) return;
   if (phase_ == Phase::kHandling) {
     gone_cb_ = nullptr;
     do_respond(id,
                formatted({.status = 500, .message = "the request was dropped without a response", .path = cur_path_}));
-  } else if (phase_ == Phase::kStreaming && !finishing_) {
+  } else if (phase_ == Phase::kStreaming) {
     gone_cb_ = nullptr;
     close_now();
   }
 }
 
 bool Connection::pending() const {
-  return phase_ == Phase::kHandling || phase_ == Phase::kResponding || phase_ == Phase::kStreaming;
+  return phase_ == Phase::kHandling || phase_ == Phase::kResponding || phase_ == Phase::kStreaming ||
+         phase_ == Phase::kStreamEnding;
 }
 
 HttpResponse Connection::formatted(const HttpError& error) const {
@@ -199,7 +197,7 @@ void Connection::arm_timer(Clock::time_point deadline, TimerKind kind) {
   uint64_t seq = ++timer_seq_;
   timer_.expires_at(deadline);
   timer_.async_wait([self = shared_from_this(), seq](error_code ec) {
-    if (ec || self->closed_ || seq != self->timer_seq_) return;
+    if (ec || self->closed() || seq != self->timer_seq_) return;
     self->on_timer();
   });
 }
@@ -223,7 +221,7 @@ void Connection::on_timer() {
 // --- Reading requests ---
 
 void Connection::start_read() {
-  if (closed_) return;
+  if (closed()) return;
   if (core_->stopping) {
     close_now();
     return;
@@ -233,8 +231,6 @@ void Connection::start_read() {
       std::min<size_t>(core_->limits.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
   parser_->body_limit(static_cast<std::uint64_t>(core_->limits.max_body_bytes));
   timed_out_ = false;
-  finishing_ = false;
-  chunked_ = false;
   // The first request must arrive whole within request_timeout of the accept; later ones
   // within request_timeout of their first byte.
   bool first = cur_id_ == 0;
@@ -246,7 +242,7 @@ void Connection::start_read() {
   arm_timer(first ? accepted_ + core_->limits.request_timeout : Clock::now() + core_->limits.idle_timeout,
             TimerKind::kIdle);
   socket_.async_read_some(buffer_.prepare(4096), [self = shared_from_this(), first](error_code ec, size_t n) {
-    if (self->closed_ || self->phase_ != Phase::kWaitFirstByte) return;
+    if (self->closed() || self->phase_ != Phase::kWaitFirstByte) return;
     if (ec) {
       self->close_now();  // the client left between requests, or the connection failed
       return;
@@ -259,7 +255,7 @@ void Connection::start_read() {
 
 auto Connection::then(Phase phase, void (Connection::*next)()) {
   return [self = shared_from_this(), phase, next](error_code ec, size_t) {
-    if (self->closed_ || self->phase_ != phase) return;
+    if (self->closed() || self->phase_ != phase) return;
     if (ec) return self->on_read_error(ec);
     (self.get()->*next)();
   };
@@ -367,7 +363,7 @@ void Connection::on_request() {
   gone_cb_ = nullptr;
   phase_ = Phase::kHandling;
   start_watch();
-  if (closed_) return;  // the client had already left
+  if (closed()) return;  // the client had already left
 
   uint64_t id = cur_id_;
   try {
@@ -410,7 +406,7 @@ Connection::Probe Connection::probe() {
 }
 
 void Connection::start_watch() {
-  if (watching_ || closed_ || !pending()) return;
+  if (watching_ || closed() || !pending()) return;
   // Check now: a close that arrived before the wait was registered raises no new event.
   switch (probe()) {
     case Probe::kGone:
@@ -424,7 +420,7 @@ void Connection::start_watch() {
   watching_ = true;
   uint64_t seq = watch_seq_;
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this(), seq](error_code ec) {
-    if (self->closed_ || seq != self->watch_seq_) return;
+    if (self->closed() || seq != self->watch_seq_) return;
     self->watching_ = false;
     if (!self->pending()) return;
     if (ec) {
@@ -447,7 +443,7 @@ void Connection::stop_watch() {
 // --- Writing ---
 
 void Connection::pump() {
-  if (closed_ || writing_) return;
+  if (closed() || writing_) return;
   if (outq_.empty()) {
     if (after_drain_ != After::kNone) {
       After next = after_drain_;
@@ -463,7 +459,7 @@ void Connection::pump() {
   uint64_t seq = ++write_seq_;
   write_timer_.expires_after(core_->limits.write_timeout);
   write_timer_.async_wait([self = shared_from_this(), seq](error_code ec) {
-    if (ec || self->closed_ || seq != self->write_seq_) return;
+    if (ec || self->closed() || seq != self->write_seq_) return;
     self->close_now();  // the client stopped reading
   });
   asio::async_write(socket_, gather_, [self = shared_from_this()](error_code ec, size_t) { self->on_written(ec); });
@@ -473,7 +469,7 @@ void Connection::on_written(error_code ec) {
   writing_ = false;
   ++write_seq_;
   write_timer_.cancel();
-  if (closed_) {
+  if (closed()) {
     outq_.clear();
     queued_bytes_ = 0;
     return;
@@ -531,7 +527,7 @@ void Connection::linger() {
 
 void Connection::drain() {
   socket_.async_read_some(buffer_.prepare(16384), [self = shared_from_this()](error_code ec, size_t n) {
-    if (self->closed_) return;
+    if (self->closed()) return;
     self->lingered_ += n;
     if (ec || self->lingered_ > kMaxLingerBytes) {
       self->close_now();

@@ -1,7 +1,7 @@
-// One accepted connection of the HTTP server, from its first byte to its close, and what the
-// server shares with its connections. A connection's state is touched only on the I/O thread;
-// the handler's reply channel (connection_exchange.h) reaches it through its strand, so that
-// calls made one after another, from any threads, are applied in that order.
+// One accepted connection of the HTTP server, from its first byte to its close. A connection's
+// state is touched only on the I/O thread; the handler's reply channel (connection_exchange.h)
+// reaches it through its strand, so that calls made one after another, from any threads, are
+// applied in that order.
 //
 // A connection's life: wait for the first byte (idle deadline) -> read the header and the body
 // (request deadline; 408 when it passes) -> hand the request to the handler and watch the socket
@@ -10,7 +10,6 @@
 // sends for a moment before closing (so that an error reply is not lost to a reset).
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -18,10 +17,8 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -29,29 +26,9 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "server/http_server.h"
+#include "server/server_core.h"
 
 namespace kipp::server {
-
-class Connection;
-
-// What the server shares with its connections; everything but `open` only on the I/O thread.
-// The io_context is the first member so that it is destroyed last: handlers it still holds may
-// own connections, and a connection's destructor touches nothing here.
-struct ServerCore : std::enable_shared_from_this<ServerCore> {
-  ServerCore(HttpServerOptions options, HttpHandler request_handler)
-      : limits(options.limits), error_format(std::move(options.error_format)), handler(std::move(request_handler)) {}
-
-  boost::asio::io_context ioc;
-  const HttpLimits limits;
-  const HttpErrorFormat error_format;
-  const HttpHandler handler;
-  std::atomic<unsigned> open{0};  // connections being served (refused ones are not counted)
-  unsigned refusing = 0;          // connections in their 503-and-close
-  bool stopping = false;
-  bool draining = false;  // answer what is in progress, keep no connection open after it
-  std::unordered_map<uint64_t, std::weak_ptr<Connection>> connections;
-};
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
@@ -91,6 +68,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kHandling,    // the handler has the request; no response yet
     kResponding,  // a whole response is being written
     kStreaming,
+    kStreamEnding,  // the stream's end is queued: nothing more is written to it
     kErrorReply,  // a limit or parse error is being answered
     kLingering,
     kClosed,
@@ -99,7 +77,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class TimerKind { kIdle, kRequest, kLinger };
   enum class Probe { kQuiet, kGone, kFull };
 
+  bool closed() const { return phase_ == Phase::kClosed; }
   bool pending() const;
+  // An HTTP/1.0 client gets a stream unframed, ended by closing the connection.
+  bool chunked() const { return !http10_; }
   // The layer's own error as the application shapes it (plain text when it gave no format).
   HttpResponse formatted(const HttpError& error) const;
   void fire_gone();
@@ -140,7 +121,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const Clock::time_point accepted_;
 
   Phase phase_ = Phase::kWaitFirstByte;
-  bool closed_ = false;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
 
@@ -156,8 +136,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool keep_alive_ = false;
   bool http10_ = false;
   bool head_request_ = false;
-  bool chunked_ = false;
-  bool finishing_ = false;
 
   bool watching_ = false;
   uint64_t watch_seq_ = 0;

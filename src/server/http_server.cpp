@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "server/connection.h"
+#include "server/server_core.h"
 #include "server/tcp_listener.h"
 
 namespace kipp::server {
