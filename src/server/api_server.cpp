@@ -130,74 +130,93 @@ void ApiServer::reject(const std::shared_ptr<HttpExchange>& exchange, const ApiE
   exchange->respond(error_response(dialect, error, std::move(headers)));
 }
 
+// Every route, in one place: its path, its method, and what answers it. The answers that read
+// nothing run at once on the I/O thread; the others are queued for the workers.
+std::span<const ApiServer::RouteEntry> ApiServer::routes() {
+  static constexpr RouteEntry kRoutes[] = {
+      {"/health", "GET", &ApiServer::answer_health, {}},
+      {"/healthz", "GET", &ApiServer::answer_health, {}},
+      {"/metrics", "GET", &ApiServer::answer_metrics, {}},
+      {"/v1/models", "GET", &ApiServer::answer_models, {}},
+      {"/props", "GET", &ApiServer::answer_props, {}},
+      {"/v1/completions", "POST", nullptr, Route::completions},
+      {"/v1/chat/completions", "POST", nullptr, Route::chat},
+      {"/v1/messages", "POST", nullptr, Route::messages},
+      {"/v1/messages/count_tokens", "POST", nullptr, Route::count_tokens},
+      {"/tokenize", "POST", nullptr, Route::tokenize},
+      {"/detokenize", "POST", nullptr, Route::detokenize},
+  };
+  return kRoutes;
+}
+
+// The API key guards the APIs and what describes the model; health and metrics stay open to
+// the router's checks and the scraper, which carry none. Any other /v1 path needs the key too,
+// so that a client without it learns nothing of which routes exist.
+bool ApiServer::needs_key(std::string_view path) {
+  return path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" || path == "/props";
+}
+
 void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
   const std::string& path = request.path;
-  const bool get = request.method == "GET", post = request.method == "POST";
-  if (path == "/health" || path == "/healthz") {
-    if (!get) return reject(exchange, {405, "use GET " + path, "", "invalid_request_error"}, {{"Allow", "GET"}});
-    if (draining_) return exchange->respond(json_response(503, {{"status", "draining"}}));
-    return exchange->respond(json_response(200, {{"status", "ok"}}));
-  }
-  if (path == "/metrics") {
-    if (!get) return reject(exchange, {405, "use GET /metrics", "", "invalid_request_error"}, {{"Allow", "GET"}});
-    RejectionCounts rejected;
-    {
-      std::lock_guard lock(rejected_mutex_);
-      rejected = rejected_;
-    }
-    HttpResponse response;
-    response.content_type = "text/plain; version=0.0.4";
-    response.body = prometheus_text(scheduler_.stats(), rejected, tool_counts_, config_.model_names.front());
-    return exchange->respond(std::move(response));
-  }
-  const bool guarded = path.rfind("/v1/", 0) == 0 || path == "/tokenize" || path == "/detokenize" || path == "/props";
   const ApiDialect dialect = dialect_of(path);
-  if (guarded && !authorized(request))
+  if (needs_key(path) && !authorized(request))
     return reject(exchange, {401, "a valid API key is needed: send \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"", "",
                              "authentication_error", "invalid_api_key"},
                   {{"WWW-Authenticate", "Bearer"}}, dialect);
-  if (path == "/v1/models") {
-    if (!get) return reject(exchange, {405, "use GET /v1/models", "", "invalid_request_error"}, {{"Allow", "GET"}});
-    // One list in both APIs' shapes at once (OpenAI's object/created/owned_by, Anthropic's
-    // type/display_name/created_at and paging fields): each client reads its own and skips the rest.
-    Json models = Json::array();
-    for (const std::string& name : config_.model_names)
-      models.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "kipp"},
-                        {"max_model_len", config_.context}, {"type", "model"}, {"display_name", name},
-                        {"created_at", "1970-01-01T00:00:00Z"}});
-    return exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}, {"has_more", false},
-                                                 {"first_id", config_.model_names.front()},
-                                                 {"last_id", config_.model_names.back()}}));
+  const std::span<const RouteEntry> table = routes();
+  const auto entry = std::find_if(table.begin(), table.end(), [&](const RouteEntry& e) { return e.path == path; });
+  if (entry == table.end())
+    return reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"},
+                  {}, dialect);
+  if (request.method != entry->method)
+    return reject(exchange, {405, "use " + std::string(entry->method) + " " + path, "", "invalid_request_error"},
+                  {{"Allow", std::string(entry->method)}}, dialect);
+  if (entry->answer) return (this->*entry->answer)(exchange);
+  if (draining_)
+    return reject(exchange, {503, "the server is shutting down: send the request to another replica", "", "server_error",
+                             "draining"},
+                  {{"Retry-After", "1"}}, dialect);
+  auto taken = std::make_shared<Taken>(active_);
+  {
+    std::lock_guard lock(pending_mutex_);
+    to_read_.jobs.push_back({entry->queued, std::move(request), std::move(exchange), std::move(taken), nullptr});
   }
-  if (path == "/props") {
-    if (!get) return reject(exchange, {405, "use GET /props", "", "invalid_request_error"}, {{"Allow", "GET"}});
-    return exchange->respond(json_response(
-        200, props_json({config_.chat_template, config_.model_names, config_.context, config_.max_sequences})));
+  to_read_.ready.notify_one();
+}
+
+void ApiServer::answer_health(const std::shared_ptr<HttpExchange>& exchange) {
+  if (draining_) return exchange->respond(json_response(503, {{"status", "draining"}}));
+  exchange->respond(json_response(200, {{"status", "ok"}}));
+}
+
+void ApiServer::answer_metrics(const std::shared_ptr<HttpExchange>& exchange) {
+  RejectionCounts rejected;
+  {
+    std::lock_guard lock(rejected_mutex_);
+    rejected = rejected_;
   }
-  std::optional<Route> route;
-  if (path == "/v1/completions") route = Route::completions;
-  if (path == "/v1/chat/completions") route = Route::chat;
-  if (path == "/tokenize") route = Route::tokenize;
-  if (path == "/detokenize") route = Route::detokenize;
-  if (path == "/v1/messages") route = Route::messages;
-  if (path == "/v1/messages/count_tokens") route = Route::count_tokens;
-  if (route) {
-    if (!post)
-      return reject(exchange, {405, "use POST " + path, "", "invalid_request_error"}, {{"Allow", "POST"}}, dialect);
-    if (draining_)
-      return reject(exchange, {503, "the server is shutting down: send the request to another replica", "", "server_error",
-                               "draining"},
-                    {{"Retry-After", "1"}}, dialect);
-    auto taken = std::make_shared<Taken>(active_);
-    {
-      std::lock_guard lock(pending_mutex_);
-      to_read_.jobs.push_back({*route, std::move(request), std::move(exchange), std::move(taken), nullptr});
-    }
-    to_read_.ready.notify_one();
-    return;
-  }
-  reject(exchange, {404, "no route " + request.method + " " + path, "", "invalid_request_error", "not_found"}, {},
-         dialect);
+  HttpResponse response;
+  response.content_type = "text/plain; version=0.0.4";
+  response.body = prometheus_text(scheduler_.stats(), rejected, tool_counts_, config_.model_names.front());
+  exchange->respond(std::move(response));
+}
+
+// One list in both APIs' shapes at once (OpenAI's object/created/owned_by, Anthropic's
+// type/display_name/created_at and paging fields): each client reads its own and skips the rest.
+void ApiServer::answer_models(const std::shared_ptr<HttpExchange>& exchange) {
+  Json models = Json::array();
+  for (const std::string& name : config_.model_names)
+    models.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "kipp"},
+                      {"max_model_len", config_.context}, {"type", "model"}, {"display_name", name},
+                      {"created_at", "1970-01-01T00:00:00Z"}});
+  exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}, {"has_more", false},
+                                        {"first_id", config_.model_names.front()},
+                                        {"last_id", config_.model_names.back()}}));
+}
+
+void ApiServer::answer_props(const std::shared_ptr<HttpExchange>& exchange) {
+  exchange->respond(json_response(
+      200, props_json({config_.chat_template, config_.model_names, config_.context, config_.max_sequences})));
 }
 
 std::optional<ApiError> ApiServer::prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const {

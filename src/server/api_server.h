@@ -10,7 +10,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "engine/scheduler.h"
@@ -65,6 +67,18 @@ class ApiServer {
  private:
   // Work that reads a body (completions, tokenizing) runs on the worker thread.
   enum class Route { completions, chat, messages, count_tokens, tokenize, detokenize };
+  struct RouteEntry {
+    std::string_view path;
+    std::string_view method;
+    void (ApiServer::*answer)(const std::shared_ptr<HttpExchange>&);  // at once, or else
+    Route queued;                                                     // read on a worker
+  };
+  static std::span<const RouteEntry> routes();
+  static bool needs_key(std::string_view path);
+  void answer_health(const std::shared_ptr<HttpExchange>& exchange);
+  void answer_metrics(const std::shared_ptr<HttpExchange>& exchange);
+  void answer_models(const std::shared_ptr<HttpExchange>& exchange);
+  void answer_props(const std::shared_ptr<HttpExchange>& exchange);
   // Held from the moment a request is taken until nothing of it is left (its scheduler request
   // included), so that idle() means what it says.
   class Taken {
