@@ -18,6 +18,7 @@
 #include "backend/kv_store.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/memory_bandwidth.h"
 #include "model/model_file.h"
 #include "util/files.h"

@@ -21,6 +21,7 @@
 #include "backend/backend.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/constraint_flags.h"
 #include "cli/sampling_flags.h"
 #include "engine/chat_messages.h"

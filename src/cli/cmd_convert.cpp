@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "convert/converter.h"
 
 namespace kipp::cli {

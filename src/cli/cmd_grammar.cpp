@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "engine/constraint_cache.h"
 #include "cli/constraint_flags.h"
 #include "grammar/matcher.h"

@@ -7,6 +7,7 @@
 
 #include "backend/kv_store.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "gguf/gguf_reader.h"
 #include "model/model_file.h"
 #include "util/mapped_file.h"

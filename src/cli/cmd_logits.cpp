@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/id_list.h"
 #include "cli/step_dump.h"
 #include "model/model_file.h"

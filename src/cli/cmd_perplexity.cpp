@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "engine/perplexity.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"

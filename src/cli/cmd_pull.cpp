@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "pull/pull.h"
 #include "util/files.h"
 #include "util/progress.h"

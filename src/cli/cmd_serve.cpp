@@ -19,6 +19,7 @@
 #include "backend/kv_store.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "engine/scheduler.h"
 #include "model/model_file.h"
 #include "server/agent_port.h"

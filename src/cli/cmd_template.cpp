@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "engine/chat_messages.h"
 #include "engine/chat_template.h"
 #include "model/model_file.h"

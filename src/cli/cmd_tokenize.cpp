@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/report.h"
 #include "cli/id_list.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"

@@ -1,17 +1,7 @@
 // The `kipp` binary: one subcommand per user task (README.md, "The CLI at a glance").
-#include <cstdio>
 #include <vector>
 
 #include "cli/commands.h"
-
-namespace kipp::cli {
-
-int report(const Error& error) {
-  std::fprintf(stderr, "kipp: %s\n", error.message.c_str());
-  return error.unreachable ? kExitUnreachable : 1;
-}
-
-}  // namespace kipp::cli
 
 int main(int argc, char** argv) {
   using namespace kipp::cli;
