@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "cli/report.h"
-#include "engine/constraint_cache.h"
 #include "cli/constraint_flags.h"
+#include "cli/report.h"
+#include "engine/token_constraint.h"
 #include "grammar/matcher.h"
 #include "grammar/token_mask.h"
 #include "model/model_file.h"

@@ -10,10 +10,10 @@
 #include <memory>
 #include <string>
 
+#include "chat/chat_messages.h"
+#include "chat/chat_template.h"
 #include "cli/commands.h"
 #include "cli/report.h"
-#include "engine/chat_messages.h"
-#include "engine/chat_template.h"
 #include "model/model_file.h"
 #include "util/files.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/constraint_cache.h"
+#include "engine/token_constraint.h"
 #include "grammar/gbnf.h"
 #include "util/files.h"
 #include "util/json_fields.h"

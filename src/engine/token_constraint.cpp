@@ -22,6 +22,13 @@ ConstraintStart chat_answer_start(Variant variant, bool enable_thinking) {
   }
 }
 
+std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer) {
+  return std::make_shared<const grammar::TokenTrie>(
+      grammar::TokenTrie::build(uint32_t(tokenizer.vocab_size()), [&](uint32_t id) {
+        return tokenizer.is_normal(id) ? tokenizer.token_bytes(id) : std::string_view();
+      }));
+}
+
 Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without) {
   KIPP_ASSIGN(const std::vector<TokenId> ids, tokenizer.encode(text));
   if (ids.size() != 1 || tokenizer.is_normal(ids[0]))

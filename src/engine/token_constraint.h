@@ -56,6 +56,9 @@ Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer);
 // (`without`), when the tokenizer has no such single added token.
 Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without);
 
+// The trie of the tokens constrained text is spelled with: the normal ones (added tokens never are).
+std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer);
+
 struct TokenFrame {
   uint32_t open = 0;
   uint32_t close = 0;

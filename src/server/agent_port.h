@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "util/error.h"
 
 namespace kipp::server {

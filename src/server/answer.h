@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/reasoning_split.h"
-#include "engine/scheduler.h"
-#include "engine/tool_calls.h"
+#include "chat/reasoning_split.h"
+#include "chat/tool_calls.h"
+#include "scheduler/scheduler.h"
 #include "server/metrics.h"
 
 namespace kipp::server {

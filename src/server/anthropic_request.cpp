@@ -3,7 +3,7 @@
 #include <functional>
 #include <set>
 
-#include "engine/chat_messages.h"
+#include "chat/chat_messages.h"
 #include "server/request_fields.h"
 #include "util/python_json.h"
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <set>
 
-#include "engine/chat_messages.h"
-#include "engine/tool_calls.h"
+#include "chat/chat_messages.h"
+#include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
 #include "server/request_fields.h"

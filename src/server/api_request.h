@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_messages.h"
-#include "engine/chat_template.h"
+#include "chat/chat_messages.h"
+#include "chat/chat_template.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/generator.h"
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "server/api_request.h"
 #include "server/http_exchange.h"
 #include "tokenizer/tokenizer.h"

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <random>
 
-#include "engine/reasoning_split.h"
-#include "engine/tool_calls.h"
+#include "chat/reasoning_split.h"
+#include "chat/tool_calls.h"
 #include "server/agent_port.h"
 #include "server/anthropic_request.h"
 #include "server/anthropic_responder.h"

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <thread>
 
-#include "engine/scheduler.h"
-#include "engine/tool_calls.h"
+#include "chat/tool_calls.h"
 #include "registry/registry.h"
+#include "scheduler/scheduler.h"
 #include "server/api_request.h"
 #include "server/api_response.h"
 #include "server/http_exchange.h"

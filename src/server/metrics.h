@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 
 namespace kipp::server {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "server/api_request.h"
 #include "server/http_exchange.h"
 

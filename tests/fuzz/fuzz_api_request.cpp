@@ -7,7 +7,7 @@
 #include <string_view>
 #include <variant>
 
-#include "engine/chat_template.h"
+#include "chat/chat_template.h"
 #include "fuzz_support.h"
 #include "registry/registry.h"
 #include "server/anthropic_request.h"

@@ -17,10 +17,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/constraint_cache.h"
 #include "engine/token_constraint.h"
 #include "grammar/json_schema.h"
 #include "model/model_file.h"
+#include "scheduler/constraint_cache.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 

@@ -5,12 +5,12 @@
 #include <bit>
 #include <random>
 
-#include "engine/constraint_cache.h"
 #include "engine/token_constraint.h"
 #include "grammar/grammar.h"
 #include "grammar/matcher.h"
 #include "grammar/token_mask.h"
 #include "real_tokenizer.h"
+#include "scheduler/constraint_cache.h"
 
 namespace kipp {
 namespace {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "engine/chat_template.h"
+#include "chat/chat_template.h"
 
 namespace kipp::server {
 namespace {

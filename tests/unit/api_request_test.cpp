@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "engine/reasoning_split.h"
+#include "chat/reasoning_split.h"
 #include "server/api_request.h"
 #include "util/json_fields.h"
 

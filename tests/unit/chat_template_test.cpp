@@ -2,7 +2,7 @@
 // strip('\n') semantics, which @huggingface/jinja 0.5.11 gets wrong so the golden test cannot speak
 // to them (see tests/chat/golden_test.mjs), and each variant's rules stated once as examples (the
 // golden tests also render them from the published templates).
-#include "engine/chat_template.h"
+#include "chat/chat_template.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The KV pool's bookkeeping, and the scheduler on the tiny test checkpoint: whatever runs beside
 // a request, however its prompt is chunked and whatever prefix it adopts, its answer equals the
 // same request generated alone on a private session (the fast CPU backend is batch-invariant).
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <gtest/gtest.h>
 
@@ -15,9 +15,9 @@
 #include <thread>
 #include <utility>
 
-#include "engine/kv_block_pool.h"
 #include "engine/logprobs.h"
 #include "model/model_file.h"
+#include "scheduler/kv_block_pool.h"
 #include "test_paths.h"
 #include "tiny_checkpoint.h"
 

@@ -1,7 +1,7 @@
 // The tool-call extractor on answers written as Qwen3 writes calls: tags that are added tokens
 // (marked) and the same characters spelled by ordinary tokens (not marked). Token ids here are
 // stand-ins; the server test runs the real ones.
-#include "engine/tool_calls.h"
+#include "chat/tool_calls.h"
 
 #include <gtest/gtest.h>
 

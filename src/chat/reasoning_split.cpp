@@ -1,4 +1,4 @@
-#include "engine/reasoning_split.h"
+#include "chat/reasoning_split.h"
 
 #include <algorithm>
 

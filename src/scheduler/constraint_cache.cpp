@@ -1,13 +1,8 @@
-#include "engine/constraint_cache.h"
+#include "scheduler/constraint_cache.h"
+
+#include "engine/token_constraint.h"
 
 namespace kipp {
-
-std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer) {
-  return std::make_shared<const grammar::TokenTrie>(
-      grammar::TokenTrie::build(uint32_t(tokenizer.vocab_size()), [&](uint32_t id) {
-        return tokenizer.is_normal(id) ? tokenizer.token_bytes(id) : std::string_view();
-      }));
-}
 
 std::shared_ptr<grammar::TokenMasks> ConstraintCache::masks_for(std::shared_ptr<grammar::Automaton> automaton) {
   const std::string digest = automaton->grammar().digest();

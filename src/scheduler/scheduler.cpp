@@ -1,4 +1,4 @@
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <algorithm>
 #include <chrono>

@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_messages.h"
+#include "chat/chat_messages.h"
 #include "engine/output_text.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

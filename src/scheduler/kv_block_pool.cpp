@@ -1,4 +1,4 @@
-#include "engine/kv_block_pool.h"
+#include "scheduler/kv_block_pool.h"
 
 #include <algorithm>
 

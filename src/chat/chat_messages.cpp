@@ -1,4 +1,4 @@
-#include "engine/chat_messages.h"
+#include "chat/chat_messages.h"
 
 #include <set>
 #include <string>

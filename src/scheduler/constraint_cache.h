@@ -17,9 +17,6 @@
 
 namespace kipp {
 
-// The trie of the tokens constrained text is spelled with (the normal ones; see TokenConstraint).
-std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer);
-
 class ConstraintCache {
  public:
   // The trie is built on first use: a server that is never sent a grammar never pays for it.

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_template.h"
+#include "chat/chat_template.h"
 #include "util/error.h"
 
 namespace kipp {

@@ -1,4 +1,4 @@
-#include "engine/tool_calls.h"
+#include "chat/tool_calls.h"
 
 #include <nlohmann/json.hpp>
 

@@ -27,14 +27,14 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "engine/constraint_cache.h"
 #include "engine/generator.h"
-#include "engine/histogram.h"
-#include "engine/kv_block_pool.h"
 #include "engine/logprobs.h"
 #include "engine/output_text.h"
 #include "engine/sampler.h"
 #include "engine/thinking_budget.h"
+#include "scheduler/constraint_cache.h"
+#include "scheduler/histogram.h"
+#include "scheduler/kv_block_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace kipp {
