@@ -85,6 +85,50 @@ Result<TokenStats> token_stats(const std::string& model_path, grammar::Grammar g
   return stats;
 }
 
+json::Json tokens_json(const TokenStats& stats, bool along_text) {
+  json::Json tokens = {{"vocabulary", stats.vocabulary},
+                       {"allowed_at_start", stats.allowed_at_start},
+                       {"first_set_seconds_median", stats.first_seconds.median},
+                       {"cached_set_seconds_median", stats.cached_seconds.median},
+                       {"most_set_steps", stats.most_steps},
+                       {"max_set_steps", grammar::TokenMasks::kMaxStepsPerSet}};
+  if (along_text) {
+    tokens["allowed_along_text"] = stats.allowed_along;
+    tokens["text_tokens_allowed"] = stats.tokens_allowed;
+  }
+  return tokens;
+}
+
+// The report for a person: what `out` (the --json object) says, in sentences.
+void print_report(const GrammarArgs& args, const CompiledConstraint& compiled, const json::Json& out,
+                  const std::optional<std::string>& text) {
+  std::printf("compiled in %.1f ms: %zu rules, %zu items, digest %s\n", out["compile_seconds"].get<double>() * 1e3,
+              compiled.grammar.rules.size(), compiled.grammar.item_count(), compiled.grammar.digest().c_str());
+  for (const grammar::Unenforced& u : compiled.unenforced)
+    std::printf("not enforced: keyword '%s' at %s\n", u.keyword.c_str(), u.pointer.empty() ? "/" : u.pointer.c_str());
+  if (text) {
+    const json::Json& check = out["check"];
+    if (check["complete"].get<bool>())
+      std::printf("%s: a whole sentence (%zu bytes)\n", args.check.c_str(), text->size());
+    else if (check["prefix"].get<bool>())
+      std::printf("%s: not a whole sentence: the text ends early (a prefix of %zu bytes)\n", args.check.c_str(),
+                  text->size());
+    else
+      std::printf("%s: not a sentence: stops being a prefix at byte %zu\n", args.check.c_str(),
+                  check["valid_bytes"].get<size_t>());
+  }
+  if (out.contains("tokens")) {
+    const json::Json& tokens = out["tokens"];
+    std::printf("tokens: %zu of %zu allowed at the start; token set %.1f us the first time, %.2f us cached (medians)\n",
+                tokens["allowed_at_start"].get<size_t>(), tokens["vocabulary"].get<size_t>(),
+                tokens["first_set_seconds_median"].get<double>() * 1e6,
+                tokens["cached_set_seconds_median"].get<double>() * 1e6);
+    std::printf("matcher steps: the costliest token set took %llu of its limit of %llu\n",
+                static_cast<unsigned long long>(tokens["most_set_steps"].get<uint64_t>()),
+                static_cast<unsigned long long>(tokens["max_set_steps"].get<uint64_t>()));
+  }
+}
+
 int run_grammar(const GrammarArgs& args) {
   const auto compile_start = std::chrono::steady_clock::now();
   auto compiled = args.constraint.compile();
@@ -126,51 +170,14 @@ int run_grammar(const GrammarArgs& args) {
   if (!args.model.empty()) {
     auto stats = token_stats(args.model, compiled->grammar, text ? &*text : nullptr);
     if (!stats) return report(stats.error());
-    json::Json tokens = {{"vocabulary", stats->vocabulary},
-                         {"allowed_at_start", stats->allowed_at_start},
-                         {"first_set_seconds_median", stats->first_seconds.median},
-                         {"cached_set_seconds_median", stats->cached_seconds.median},
-                         {"most_set_steps", stats->most_steps},
-                         {"max_set_steps", grammar::TokenMasks::kMaxStepsPerSet}};
-    if (text) {
-      tokens["allowed_along_text"] = stats->allowed_along;
-      tokens["text_tokens_allowed"] = stats->tokens_allowed;
-    }
-    out["tokens"] = tokens;
+    out["tokens"] = tokens_json(*stats, text.has_value());
   }
-
-  if (args.json) {
+  if (args.json)
     std::printf("%s\n", out.dump().c_str());
-    return status;
-  }
-  std::printf("compiled in %.1f ms: %zu rules, %zu items, digest %s\n", compile_seconds * 1e3,
-              compiled->grammar.rules.size(), compiled->grammar.item_count(), compiled->grammar.digest().c_str());
-  for (const grammar::Unenforced& u : compiled->unenforced)
-    std::printf("not enforced: keyword '%s' at %s\n", u.keyword.c_str(), u.pointer.empty() ? "/" : u.pointer.c_str());
-  if (text) {
-    const json::Json& check = out["check"];
-    if (check["complete"].get<bool>())
-      std::printf("%s: a whole sentence (%zu bytes)\n", args.check.c_str(), text->size());
-    else if (check["prefix"].get<bool>())
-      std::printf("%s: not a whole sentence: the text ends early (a prefix of %zu bytes)\n", args.check.c_str(),
-                  text->size());
-    else
-      std::printf("%s: not a sentence: stops being a prefix at byte %zu\n", args.check.c_str(),
-                  check["valid_bytes"].get<size_t>());
-  }
-  if (out.contains("tokens")) {
-    const json::Json& tokens = out["tokens"];
-    std::printf("tokens: %zu of %zu allowed at the start; token set %.1f us the first time, %.2f us cached (medians)\n",
-                tokens["allowed_at_start"].get<size_t>(), tokens["vocabulary"].get<size_t>(),
-                tokens["first_set_seconds_median"].get<double>() * 1e6,
-                tokens["cached_set_seconds_median"].get<double>() * 1e6);
-    std::printf("matcher steps: the costliest token set took %llu of its limit of %llu\n",
-                static_cast<unsigned long long>(tokens["most_set_steps"].get<uint64_t>()),
-                static_cast<unsigned long long>(tokens["max_set_steps"].get<uint64_t>()));
-  }
+  else
+    print_report(args, *compiled, out, text);
   return status;
 }
-
 }  // namespace
 
 Command add_grammar_command(CLI::App& app) {

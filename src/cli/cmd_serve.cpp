@@ -107,16 +107,19 @@ Result<LoadedModel> load(const ServeArgs& args) {
 
 std::chrono::milliseconds millis(double seconds) { return std::chrono::milliseconds(int64_t(seconds * 1000)); }
 
-int run_serve(const ServeArgs& args) {
-  // SIGINT and SIGTERM are taken by one thread that stops the server; every other thread blocks
-  // them (they inherit this mask). A client gone mid-write must not kill the process.
+// SIGINT and SIGTERM are taken by one thread that stops the server; every other thread blocks
+// them (they inherit this mask). A client gone mid-write must not kill the process.
+sigset_t block_stop_signals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  return stop_signals;
+}
 
+server::HttpServerOptions http_options_of(const ServeArgs& args) {
   server::HttpServerOptions http_options;
   http_options.limits.max_connections = args.max_connections;
   http_options.limits.max_body_bytes = args.max_body_bytes;
@@ -125,51 +128,65 @@ int run_serve(const ServeArgs& args) {
   http_options.limits.write_timeout = millis(args.write_timeout);
   http_options.limits.max_queued_bytes = args.max_queued_bytes;
   http_options.error_format = server::http_error_response;
+  return http_options;
+}
 
+// The agent port, when --agent-port asks for one (null otherwise).
+Result<std::unique_ptr<server::AgentPort>> start_agent_port(const ServeArgs& args,
+                                                            const std::atomic<server::ApiServer*>& api) {
+  if (!args.agent_port) return std::unique_ptr<server::AgentPort>();
+  auto ready_line = [&api] {
+    const server::ApiServer* serving = api.load();
+    return serving ? serving->agent_reply() : std::string("down #loading\n");
+  };
+  KIPP_ASSIGN(std::unique_ptr<server::AgentPort> agent,
+              server::AgentPort::create(args.host, *args.agent_port, ready_line));
+  std::fprintf(stderr, "kipp serve: agent port %s:%u\n", args.host.c_str(), unsigned(agent->port()));
+  return agent;
+}
+
+// The signal thread's work. The first SIGTERM or SIGINT drains: /health turns 503 "draining", new
+// requests are refused (a router retries them elsewhere), the running ones finish and their
+// responses go out; then the server stops. A second signal, or --drain-timeout, stops it at once
+// (what is still running ends as cancelled). While the model loads there is nothing to drain.
+void stop_on_signal(const sigset_t& stop_signals, const std::atomic<server::ApiServer*>& api,
+                    const std::atomic<bool>& finished, server::HttpServer& http, double drain_timeout) {
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  server::ApiServer* serving = api.load();
+  if (!serving || finished) return http.stop();
+  std::fprintf(stderr, "kipp serve: draining (a second signal stops at once)\n");
+  serving->drain();
+  http.drain();
+  const auto deadline = std::chrono::steady_clock::now() + millis(drain_timeout);
+  const timespec poll{0, 20'000'000};
+  while (!finished && !(serving->idle() && http.open_connections() == 0)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      std::fprintf(stderr, "kipp serve: --drain-timeout passed; stopping what still runs\n");
+      break;
+    }
+    if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) break;  // a second signal
+  }
+  http.stop();
+}
+
+int run_serve(const ServeArgs& args) {
+  const sigset_t stop_signals = block_stop_signals();
   std::atomic<server::ApiServer*> api{nullptr};
   auto handler = server::with_cors({args.cors_origins}, [&api](server::HttpRequest request,
                                                               std::shared_ptr<server::HttpExchange> exchange) {
     if (server::ApiServer* ready = api.load()) return ready->handle(std::move(request), std::move(exchange));
     server::answer_while_loading(request, exchange);
   });
-  auto http = server::HttpServer::create(args.host, args.port, std::move(http_options), handler);
+  auto http = server::HttpServer::create(args.host, args.port, http_options_of(args), handler);
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
-  std::unique_ptr<server::AgentPort> agent;
-  if (args.agent_port) {
-    auto started = server::AgentPort::create(args.host, *args.agent_port, [&api] {
-      const server::ApiServer* serving = api.load();
-      return serving ? serving->agent_reply() : std::string("down #loading\n");
-    });
-    if (!started) return report(started.error());
-    agent = std::move(*started);
-    std::fprintf(stderr, "kipp serve: agent port %s:%u\n", args.host.c_str(), unsigned(agent->port()));
-  }
+  auto started_agent = start_agent_port(args, api);
+  if (!started_agent) return report(started_agent.error());
+  std::unique_ptr<server::AgentPort> agent = std::move(*started_agent);
 
-  // The first SIGTERM or SIGINT drains: /health turns 503 "draining", new requests are refused
-  // (a router retries them elsewhere), the running ones finish and their responses go out; then
-  // the server stops. A second signal, or --drain-timeout, stops it at once (what is still
-  // running ends as cancelled). While the model loads there is nothing to drain.
   std::atomic<bool> finished{false};
-  std::thread signals([&] {
-    int signal_number = 0;
-    sigwait(&stop_signals, &signal_number);
-    server::ApiServer* serving = api.load();
-    if (!serving || finished) return (*http)->stop();
-    std::fprintf(stderr, "kipp serve: draining (a second signal stops at once)\n");
-    serving->drain();
-    (*http)->drain();
-    const auto deadline = std::chrono::steady_clock::now() + millis(args.drain_timeout);
-    const timespec poll{0, 20'000'000};
-    while (!finished && !(serving->idle() && (*http)->open_connections() == 0)) {
-      if (std::chrono::steady_clock::now() >= deadline) {
-        std::fprintf(stderr, "kipp serve: --drain-timeout passed; stopping what still runs\n");
-        break;
-      }
-      if (sigtimedwait(&stop_signals, nullptr, &poll) > 0) break;  // a second signal
-    }
-    (*http)->stop();
-  });
+  std::thread signals([&] { stop_on_signal(stop_signals, api, finished, **http, args.drain_timeout); });
   std::optional<Error> load_error;
   LoadedModel loaded;
   std::thread loader([&] {
@@ -196,7 +213,6 @@ int run_serve(const ServeArgs& args) {
   std::fprintf(stderr, "kipp serve: stopped\n");
   return 0;
 }
-
 }  // namespace
 
 Command add_serve_command(CLI::App& app) {

@@ -164,6 +164,47 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
   writer.add_string_array(keys::kipp_source_sha256, hashes);
 }
 
+// The SHA-256 of each of `files` in `dir`: the one `known` already holds (a download verified it),
+// else hashed here.
+Result<std::vector<std::string>> sha256_of_files(const std::string& dir, const std::vector<std::string>& files,
+                                                 const std::map<std::string, std::string>& known) {
+  std::vector<std::string> hashes;
+  for (const auto& file : files) {
+    if (auto it = known.find(file); it != known.end()) {
+      hashes.push_back(it->second);
+      continue;
+    }
+    KIPP_ASSIGN(std::string hash, sha256_file(dir + "/" + file));
+    hashes.push_back(hash);
+  }
+  return hashes;
+}
+
+// Every tensor's bytes after the header, in the header's order, a bounded chunk of rows at a time.
+Status write_tensors(const SafetensorsCheckpoint& source, const std::vector<ExpectedTensor>& expected,
+                     const ConvertOptions& options, uint64_t source_bytes_total, gguf::Writer& writer,
+                     AtomicFile& out) {
+  std::vector<uint16_t> chunk;
+  std::vector<uint8_t> encoded;
+  ConvertProgress progress{0, source_bytes_total};
+  for (const auto& tensor : expected) {
+    const SafetensorsTensor& src = *source.find(tensor.hf_name);
+    const gguf::TensorType type = expected_tensor_type(tensor, options.scheme, options.head);
+    const uint64_t row_values = tensor.cols;
+    const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (row_values * 2));
+    for (uint64_t row = 0; row < tensor.rows; row += rows_per_chunk) {
+      const uint64_t rows = std::min(rows_per_chunk, tensor.rows - row);
+      chunk.resize(rows * row_values);
+      KIPP_TRY(source.read(src, row * row_values * 2, chunk.data(), chunk.size() * 2));
+      KIPP_TRY(encode_chunk(chunk.data(), chunk.size(), row * row_values, type, tensor.hf_name, encoded));
+      KIPP_TRY(writer.append_tensor_bytes(out, encoded));
+      progress.bytes_done += chunk.size() * 2;
+      if (options.on_progress) options.on_progress(progress);
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_view checkpoint_id) {
@@ -210,16 +251,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
   std::vector<std::string> files = {"config.json", "tokenizer.json", "tokenizer_config.json"};
   files.insert(files.end(), source.source_files().begin(), source.source_files().end());
-  std::vector<std::string> hashes;
-  for (const auto& file : files) {
-    auto known = options.known_sha256.find(file);
-    if (known != options.known_sha256.end()) {
-      hashes.push_back(known->second);
-      continue;
-    }
-    KIPP_ASSIGN(std::string hash, sha256_file(dir + "/" + file));
-    hashes.push_back(hash);
-  }
+  KIPP_ASSIGN(std::vector<std::string> hashes, sha256_of_files(dir, files, options.known_sha256));
 
   // 3. Header, then tensors streamed in directory order.
   gguf::Writer writer;
@@ -238,24 +270,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   KIPP_ASSIGN(AtomicFile out, AtomicFile::create(options.out_path));
   KIPP_TRY(writer.write_header(out));
 
-  std::vector<uint16_t> chunk;
-  std::vector<uint8_t> encoded;
-  ConvertProgress progress{0, source_bytes_total};
-  for (const auto& tensor : expected) {
-    const SafetensorsTensor& src = *source.find(tensor.hf_name);
-    const gguf::TensorType type = expected_tensor_type(tensor, options.scheme, options.head);
-    const uint64_t row_values = tensor.cols;
-    const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (row_values * 2));
-    for (uint64_t row = 0; row < tensor.rows; row += rows_per_chunk) {
-      const uint64_t rows = std::min(rows_per_chunk, tensor.rows - row);
-      chunk.resize(rows * row_values);
-      KIPP_TRY(source.read(src, row * row_values * 2, chunk.data(), chunk.size() * 2));
-      KIPP_TRY(encode_chunk(chunk.data(), chunk.size(), row * row_values, type, tensor.hf_name, encoded));
-      KIPP_TRY(writer.append_tensor_bytes(out, encoded));
-      progress.bytes_done += chunk.size() * 2;
-      if (options.on_progress) options.on_progress(progress);
-    }
-  }
+  KIPP_TRY(write_tensors(source, expected, options, source_bytes_total, writer, out));
   const uint64_t written = out.written();
   KIPP_TRY(writer.finish(out));
 

@@ -68,42 +68,42 @@ Result<std::string> special_token_name(const json::Json& config, const char* key
   return fail("tokenizer_config.json: ", key, " must be a string or an object with content");
 }
 
-}  // namespace
+// The vocabulary as it is assembled: each id's text and type, and each text's id, kept
+// consistent (an id has one text, a text one id).
+struct Vocabulary {
+  explicit Vocabulary(uint32_t size) : tokens(size), types(size, int32_t(gguf::TokenType::unused)) {}
 
-Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_text, const std::string& config_text,
-                                                const Checkpoint& checkpoint) {
-  KIPP_ASSIGN(json::Json tokenizer, json::parse(tokenizer_text, "tokenizer.json"));
-  KIPP_ASSIGN(json::Json config, json::parse(config_text, "tokenizer_config.json"));
-  KIPP_TRY(check_pipeline(tokenizer));
-  const uint32_t vocab = checkpoint.vocab();
-
-  ConvertedTokenizer out;
-  out.tokens.assign(vocab, std::string());
-  out.token_types.assign(vocab, int32_t(gguf::TokenType::unused));
-  std::unordered_map<std::string, uint32_t> id_of;
-
-  auto place = [&](uint64_t id, std::string text, gguf::TokenType type, const char* where) -> Status {
-    if (id >= vocab) return fail(where, ": token id ", id, " is outside the vocabulary of ", vocab);
+  Status place(uint64_t id, std::string text, gguf::TokenType type, const char* where) {
+    if (id >= tokens.size()) return fail(where, ": token id ", id, " is outside the vocabulary of ", tokens.size());
     if (text.empty()) return fail(where, ": token ", id, " is empty");
-    if (!out.tokens[id].empty() && out.tokens[id] != text)
-      return fail(where, ": token id ", id, " is both \"", out.tokens[id], "\" and \"", text, "\"");
+    if (!tokens[id].empty() && tokens[id] != text)
+      return fail(where, ": token id ", id, " is both \"", tokens[id], "\" and \"", text, "\"");
     auto [it, inserted] = id_of.emplace(text, uint32_t(id));
-    if (!inserted && it->second != id)
-      return fail(where, ": token \"", text, "\" has ids ", it->second, " and ", id);
-    out.tokens[id] = std::move(text);
-    out.token_types[id] = int32_t(type);
+    if (!inserted && it->second != id) return fail(where, ": token \"", text, "\" has ids ", it->second, " and ", id);
+    tokens[id] = std::move(text);
+    types[id] = int32_t(type);
     return {};
-  };
+  }
 
-  const json::Json& model = tokenizer["model"];
+  bool has(const std::string& text) const { return id_of.count(text) > 0; }
+
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::unordered_map<std::string, uint32_t> id_of;
+};
+
+Status place_vocab(const json::Json& model, Vocabulary& vocabulary) {
   KIPP_ASSIGN(const json::Json* vocab_map, json::field(model, "vocab", "tokenizer.json model"));
   if (!vocab_map->is_object()) return fail("tokenizer.json: model.vocab must be an object");
   for (const auto& [text, id] : vocab_map->items()) {
     if (!id.is_number_unsigned()) return fail("tokenizer.json: vocab entry ", text, " has no valid id");
-    KIPP_TRY(place(id.get<uint64_t>(), text, gguf::TokenType::normal, "tokenizer.json vocab"));
+    KIPP_TRY(vocabulary.place(id.get<uint64_t>(), text, gguf::TokenType::normal, "tokenizer.json vocab"));
   }
+  return {};
+}
 
-  // Added tokens: tokenizer.json's list, then tokenizer_config.json's decoder over it.
+// Added tokens by id: tokenizer.json's list, then tokenizer_config.json's decoder over it.
+Result<std::map<uint64_t, AddedToken>> read_added_tokens(const json::Json& tokenizer, const json::Json& config) {
   std::map<uint64_t, AddedToken> added;
   if (auto it = tokenizer.find("added_tokens"); it != tokenizer.end() && it->is_array()) {
     for (const auto& token : *it) {
@@ -126,60 +126,98 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
       added[id] = {content, special};
     }
   }
-  for (auto& [id, token] : added) {
-    if (id < out.tokens.size() && out.token_types[id] == int32_t(gguf::TokenType::normal)) {
-      if (out.tokens[id] != token.content)
-        return fail("added token ", id, " \"", token.content, "\" conflicts with vocab entry \"", out.tokens[id], "\"");
+  return added;
+}
+
+// An added token may repeat a vocab entry (then it only takes the added type) but not contradict it.
+Status place_added_tokens(const std::map<uint64_t, AddedToken>& added, Vocabulary& vocabulary) {
+  std::vector<std::string>& tokens = vocabulary.tokens;
+  for (const auto& [id, token] : added) {
+    if (id < tokens.size() && vocabulary.types[id] == int32_t(gguf::TokenType::normal)) {
+      if (tokens[id] != token.content)
+        return fail("added token ", id, " \"", token.content, "\" conflicts with vocab entry \"", tokens[id], "\"");
     }
     const auto type = token.special ? gguf::TokenType::control : gguf::TokenType::user_defined;
-    if (id < out.tokens.size() && out.tokens[id] == token.content) {
-      out.token_types[id] = int32_t(type);
+    if (id < tokens.size() && tokens[id] == token.content) {
+      vocabulary.types[id] = int32_t(type);
       continue;
     }
-    KIPP_TRY(place(id, token.content, type, "added tokens"));
+    KIPP_TRY(vocabulary.place(id, token.content, type, "added tokens"));
   }
-  for (uint32_t id = 0; id < vocab; ++id)
-    if (out.tokens[id].empty()) out.tokens[id] = "[PAD" + std::to_string(id) + "]";
+  return {};
+}
 
+// One merge as "left right", from either form tokenizer.json writes ("a b" or ["a", "b"]); both
+// pieces and their join must be tokens.
+Result<std::string> merge_of(const json::Json& merge, const Vocabulary& vocabulary) {
+  std::string left, right;
+  if (merge.is_string()) {
+    const std::string text = merge.get<std::string>();
+    const size_t space = text.find(' ');
+    if (space == std::string::npos) return fail("tokenizer.json: merge \"", text, "\" has no space");
+    left = text.substr(0, space);
+    right = text.substr(space + 1);
+  } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+    left = merge[0].get<std::string>();
+    right = merge[1].get<std::string>();
+  } else {
+    return fail("tokenizer.json: merge ", merge.dump(), " is neither \"a b\" nor [\"a\", \"b\"]");
+  }
+  if (left.empty() || right.empty() || left.find(' ') != std::string::npos || right.find(' ') != std::string::npos)
+    return fail("tokenizer.json: merge ", merge.dump(), " must be two non-empty pieces without spaces");
+  if (!vocabulary.has(left) || !vocabulary.has(right) || !vocabulary.has(left + right))
+    return fail("tokenizer.json: merge ", merge.dump(), " uses a piece that is not in the vocabulary");
+  return left + " " + right;
+}
+
+Result<std::vector<std::string>> read_merges(const json::Json& model, const Vocabulary& vocabulary) {
   KIPP_ASSIGN(const json::Json* merges, json::field(model, "merges", "tokenizer.json model"));
   if (!merges->is_array() || merges->empty()) return fail("tokenizer.json: model.merges must be a non-empty array");
-  out.merges.reserve(merges->size());
+  std::vector<std::string> pairs;
+  pairs.reserve(merges->size());
   for (const auto& merge : *merges) {
-    std::string left, right;
-    if (merge.is_string()) {
-      const std::string text = merge.get<std::string>();
-      const size_t space = text.find(' ');
-      if (space == std::string::npos) return fail("tokenizer.json: merge \"", text, "\" has no space");
-      left = text.substr(0, space);
-      right = text.substr(space + 1);
-    } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
-      left = merge[0].get<std::string>();
-      right = merge[1].get<std::string>();
-    } else {
-      return fail("tokenizer.json: merge ", merge.dump(), " is neither \"a b\" nor [\"a\", \"b\"]");
-    }
-    if (left.empty() || right.empty() || left.find(' ') != std::string::npos || right.find(' ') != std::string::npos)
-      return fail("tokenizer.json: merge ", merge.dump(), " must be two non-empty pieces without spaces");
-    if (!id_of.count(left) || !id_of.count(right) || !id_of.count(left + right))
-      return fail("tokenizer.json: merge ", merge.dump(), " uses a piece that is not in the vocabulary");
-    out.merges.push_back(left + " " + right);
+    KIPP_ASSIGN(std::string pair, merge_of(merge, vocabulary));
+    pairs.push_back(std::move(pair));
   }
+  return pairs;
+}
 
-  auto lookup = [&](const char* key, uint32_t fallback) -> Result<uint32_t> {
-    KIPP_ASSIGN(std::string name, special_token_name(config, key));
-    if (name.empty()) return fallback;
-    auto it = id_of.find(name);
-    if (it == id_of.end()) return fail("tokenizer_config.json: ", key, " \"", name, "\" is not a token");
-    return it->second;
-  };
-  KIPP_ASSIGN(out.eos_id, lookup("eos_token", family::token_endoftext));
+// The id of tokenizer_config.json's `key` token (eos_token, pad_token), or `fallback` when unnamed.
+Result<uint32_t> special_token_id(const json::Json& config, const char* key, uint32_t fallback,
+                                  const Vocabulary& vocabulary) {
+  KIPP_ASSIGN(std::string name, special_token_name(config, key));
+  if (name.empty()) return fallback;
+  auto it = vocabulary.id_of.find(name);
+  if (it == vocabulary.id_of.end()) return fail("tokenizer_config.json: ", key, " \"", name, "\" is not a token");
+  return it->second;
+}
+
+}  // namespace
+
+Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_text, const std::string& config_text,
+                                                const Checkpoint& checkpoint) {
+  KIPP_ASSIGN(json::Json tokenizer, json::parse(tokenizer_text, "tokenizer.json"));
+  KIPP_ASSIGN(json::Json config, json::parse(config_text, "tokenizer_config.json"));
+  KIPP_TRY(check_pipeline(tokenizer));
+  Vocabulary vocabulary(checkpoint.vocab());
+  const json::Json& model = tokenizer["model"];
+  KIPP_TRY(place_vocab(model, vocabulary));
+  KIPP_ASSIGN(auto added, read_added_tokens(tokenizer, config));
+  KIPP_TRY(place_added_tokens(added, vocabulary));
+  for (uint32_t id = 0; id < vocabulary.tokens.size(); ++id)
+    if (vocabulary.tokens[id].empty()) vocabulary.tokens[id] = "[PAD" + std::to_string(id) + "]";
+
+  ConvertedTokenizer out;
+  KIPP_ASSIGN(out.merges, read_merges(model, vocabulary));
+  KIPP_ASSIGN(out.eos_id, special_token_id(config, "eos_token", family::token_endoftext, vocabulary));
   if (out.eos_id != checkpoint.eos_id())
     return fail("tokenizer_config.json: eos_token is id ", out.eos_id, ", expected ", checkpoint.eos_id(), " for ",
                 checkpoint.id, " (", variant_name(checkpoint.variant), ")");
-  KIPP_ASSIGN(out.padding_id, lookup("pad_token", family::token_endoftext));
+  KIPP_ASSIGN(out.padding_id, special_token_id(config, "pad_token", family::token_endoftext, vocabulary));
   if (auto it = config.find("chat_template"); it != config.end() && it->is_string())
     out.chat_template = it->get<std::string>();
+  out.tokens = std::move(vocabulary.tokens);
+  out.token_types = std::move(vocabulary.types);
   return out;
 }
-
 }  // namespace kipp

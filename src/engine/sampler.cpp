@@ -97,83 +97,95 @@ void Sampler::adjust(std::span<const float> logits, const AllowedTokens* allowed
   }
 }
 
-Result<uint32_t> Sampler::sample(std::span<const float> logits, const AllowedTokens* allowed) {
+Status Sampler::check_row(std::span<const float> logits, const AllowedTokens* allowed) const {
   if (logits.size() != vocab_) return fail("sampler: a row of ", logits.size(), " logits, expected ", vocab_);
   for (size_t i = 0; i < logits.size(); ++i)
     if (std::isnan(logits[i])) return fail("sampler: logit ", i, " is NaN");
   if (allowed && allowed->count() == 0) return fail("sampler: the constraint allows no token at all");
+  return {};
+}
+
+Result<uint32_t> Sampler::sample(std::span<const float> logits, const AllowedTokens* allowed) {
+  KIPP_TRY(check_row(logits, allowed));
   adjust(logits, allowed);
-  // Higher logit first, then lower id: the one order every step below uses.
-  const auto before = [this](uint32_t a, uint32_t b) {
-    return adjusted_[a] > adjusted_[b] || (adjusted_[a] == adjusted_[b] && a < b);
-  };
   if (params_.greedy() && !allowed) {
     uint32_t best = 0;
     for (uint32_t i = 1; i < vocab_; ++i)
       if (adjusted_[i] > adjusted_[best]) best = i;
     return best;
   }
-  // Under a constraint the candidates are the allowed tokens (the others are -inf now), in id order.
-  order_.resize(vocab_);
-  if (allowed) {
-    order_.clear();
-    for (uint32_t i = 0; i < vocab_; ++i)
-      if (adjusted_[i] != -INFINITY) order_.push_back(i);
-    if (order_.empty()) return fail("sampler: every token the constraint allows has a logit of -inf");
-  } else {
-    for (uint32_t i = 0; i < vocab_; ++i) order_[i] = i;
-  }
+  KIPP_TRY(gather_candidates(allowed));
   if (params_.greedy()) {
     uint32_t best = order_[0];
     for (uint32_t id : order_)
       if (adjusted_[id] > adjusted_[best]) best = id;
     return best;
   }
-
-  bool sorted = false;
-  if (params_.top_k > 0 && params_.top_k < order_.size()) {
-    std::nth_element(order_.begin(), order_.begin() + params_.top_k, order_.end(), before);
-    order_.resize(params_.top_k);
-    std::sort(order_.begin(), order_.end(), before);  // nth_element's order is the library's choice
-    sorted = true;
-  }
-
+  const bool sorted = keep_top_k();
   float max_logit = adjusted_[order_[0]];
   for (uint32_t id : order_) max_logit = std::max(max_logit, adjusted_[id]);
-  const double temperature = params_.temperature;
-  const auto weight = [&](uint32_t id) { return std::exp((double(adjusted_[id]) - max_logit) / temperature); };
+  if (params_.top_p < 1.0f) keep_top_p(max_logit, sorted);
+  if (params_.min_p > 0.0f) keep_min_p(max_logit);
+  return draw(max_logit);
+}
 
-  if (params_.top_p < 1.0f) {
-    double total = 0.0;
-    for (uint32_t id : order_) total += weight(id);
-    // Sort only as far as the kept set reaches: a few hundred ids usually, the whole row at worst.
-    const double wanted = double(params_.top_p) * total;
-    size_t kept = order_.size();
-    for (size_t prefix = std::min<size_t>(256, order_.size());; prefix = std::min(prefix * 4, order_.size())) {
-      if (!sorted) std::partial_sort(order_.begin(), order_.begin() + prefix, order_.end(), before);
-      double sum = 0.0;
-      size_t i = 0;
-      while (i < prefix && sum < wanted) sum += weight(order_[i++]);
-      if (sum >= wanted || prefix == order_.size()) {
-        kept = std::max<size_t>(i, 1);
-        break;
-      }
+// Under a constraint the candidates are the allowed tokens (the others are -inf now), in id order.
+Status Sampler::gather_candidates(const AllowedTokens* allowed) {
+  order_.resize(vocab_);
+  if (!allowed) {
+    for (uint32_t i = 0; i < vocab_; ++i) order_[i] = i;
+    return {};
+  }
+  order_.clear();
+  for (uint32_t i = 0; i < vocab_; ++i)
+    if (adjusted_[i] != -INFINITY) order_.push_back(i);
+  if (order_.empty()) return fail("sampler: every token the constraint allows has a logit of -inf");
+  return {};
+}
+
+bool Sampler::keep_top_k() {
+  if (params_.top_k == 0 || params_.top_k >= order_.size()) return false;
+  const auto by_rank = [this](uint32_t a, uint32_t b) { return before(a, b); };
+  std::nth_element(order_.begin(), order_.begin() + params_.top_k, order_.end(), by_rank);
+  order_.resize(params_.top_k);
+  std::sort(order_.begin(), order_.end(), by_rank);  // nth_element's order is the library's choice
+  return true;
+}
+
+void Sampler::keep_top_p(float max_logit, bool sorted) {
+  const auto by_rank = [this](uint32_t a, uint32_t b) { return before(a, b); };
+  double total = 0.0;
+  for (uint32_t id : order_) total += weight(id, max_logit);
+  // Sort only as far as the kept set reaches: a few hundred ids usually, the whole row at worst.
+  const double wanted = double(params_.top_p) * total;
+  size_t kept = order_.size();
+  for (size_t prefix = std::min<size_t>(256, order_.size());; prefix = std::min(prefix * 4, order_.size())) {
+    if (!sorted) std::partial_sort(order_.begin(), order_.begin() + prefix, order_.end(), by_rank);
+    double sum = 0.0;
+    size_t i = 0;
+    while (i < prefix && sum < wanted) sum += weight(order_[i++], max_logit);
+    if (sum >= wanted || prefix == order_.size()) {
+      kept = std::max<size_t>(i, 1);
+      break;
     }
-    order_.resize(kept);
   }
+  order_.resize(kept);
+}
 
-  if (params_.min_p > 0.0f) {
-    // The highest probability is weight 1 (the maximum logit is still a candidate).
-    const double floor = params_.min_p;
-    order_.erase(std::remove_if(order_.begin(), order_.end(), [&](uint32_t id) { return weight(id) < floor; }),
-                 order_.end());
-  }
+void Sampler::keep_min_p(float max_logit) {
+  // The highest probability is weight 1 (the maximum logit is still a candidate).
+  const double floor = params_.min_p;
+  order_.erase(
+      std::remove_if(order_.begin(), order_.end(), [&](uint32_t id) { return weight(id, max_logit) < floor; }),
+      order_.end());
+}
 
-  // The draw walks the candidates in the order they are in: by id, or by rank once a step sorted
-  // them. Either is fixed by the logits alone.
+// The draw walks the candidates in the order they are in: by id, or by rank once a step sorted
+// them. Either is fixed by the logits alone.
+uint32_t Sampler::draw(float max_logit) {
   weights_.resize(order_.size());
   double total = 0.0;
-  for (size_t i = 0; i < order_.size(); ++i) total += weights_[i] = weight(order_[i]);
+  for (size_t i = 0; i < order_.size(); ++i) total += weights_[i] = weight(order_[i], max_logit);
   const double target = random_.uniform() * total;
   double sum = 0.0;
   for (size_t i = 0; i < order_.size(); ++i) {
@@ -182,5 +194,4 @@ Result<uint32_t> Sampler::sample(std::span<const float> logits, const AllowedTok
   }
   return order_.back();  // rounding left the target at the very top
 }
-
 }  // namespace kipp

@@ -20,6 +20,7 @@
 // and backend.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -80,8 +81,21 @@ class Sampler {
 
  private:
   Sampler(const SamplingParams& params, uint32_t vocab);
+  Status check_row(std::span<const float> logits, const AllowedTokens* allowed) const;
   void adjust(std::span<const float> logits, const AllowedTokens* allowed);
-  uint32_t draw();
+  // Steps 3 to 8, over the candidates in order_ (weights relative to the highest candidate logit).
+  Status gather_candidates(const AllowedTokens* allowed);
+  bool keep_top_k();  // true when it sorted the candidates
+  void keep_top_p(float max_logit, bool sorted);
+  void keep_min_p(float max_logit);
+  uint32_t draw(float max_logit);
+  // Higher logit first, then lower id: the one order every step uses.
+  bool before(uint32_t a, uint32_t b) const {
+    return adjusted_[a] > adjusted_[b] || (adjusted_[a] == adjusted_[b] && a < b);
+  }
+  double weight(uint32_t id, float max_logit) const {
+    return std::exp((double(adjusted_[id]) - max_logit) / double(params_.temperature));
+  }
 
   SamplingParams params_;
   uint32_t vocab_;

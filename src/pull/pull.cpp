@@ -150,9 +150,12 @@ std::string describe(const FileOutcome& file) {
   return line;
 }
 
+// Who hears a pull's progress lines.
+using Say = std::function<void(const std::string&)>;
+
 // Step 4 of a pull: the artifact, written under a temporary name and renamed when complete.
 Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<std::string, std::string> known_sha256,
-                      PullReport& report, const std::function<void(const std::string&)>& say) {
+                      PullReport& report, const Say& say) {
   say("converting to " + std::string(quant_scheme_name(options.scheme)) + " -> " + report.artifact_path);
   ConvertOptions convert;
   convert.checkpoint_id = std::string(c.id);
@@ -168,6 +171,97 @@ Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<
   report.conversion = *converted;
   if (auto line = describe_stored_tied_head(converted->stored_tied_head, c.id); !line.empty()) say(line);
   return {};
+}
+
+// Step 0 of a pull: a complete snapshot in the Hugging Face cache is verified and converted where
+// it lies. False, having done nothing, when the cache does not hold all of it.
+Result<bool> convert_from_hf_cache(const PullOptions& options, const Checkpoint& c, PullReport& report,
+                                   const Say& say) {
+  KIPP_ASSIGN(CacheLookup cached, find_cached_snapshot(options.hf_cache_dir, c, options.progress));
+  if (!cached.snapshot) {
+    if (!cached.missing.empty())
+      say("the Hugging Face cache holds part of this snapshot (missing " + cached.missing + "); downloading");
+    return false;
+  }
+  say("using the Hugging Face cache: " + cached.snapshot->dir + " (nothing is downloaded or copied)");
+  std::map<std::string, std::string> known_sha256;
+  for (FileOutcome& file : cached.snapshot->files) {
+    say(describe(file));
+    known_sha256[file.name] = file.sha256;
+    report.files.push_back(std::move(file));
+  }
+  report.download_dir = cached.snapshot->dir;
+  KIPP_TRY(convert_pulled(options, c, std::move(known_sha256), report, say));
+  return true;
+}
+
+// Step 1 of a pull: what the revision holds; nothing is written before this is known.
+Result<HubListing> list_revision(const HubClient& client, const HubRepo& repo) {
+  Result<HubListing> listing = fetch_listing(client, repo);
+  if (!listing && client.http->last_error_was_unreachable()) {
+    Error offline = fail(listing.error().message,
+                         " (offline? `kipp convert` builds an artifact from a local checkpoint directory)");
+    offline.unreachable = true;
+    return offline;
+  }
+  return listing;
+}
+
+// The files a pull fetches, in two rounds: the metadata files and the weights index first, then
+// the weights (the single file at once; the shards once the index names them).
+struct PullFiles {
+  std::vector<HubFile> first;
+  std::vector<HubFile> weights;
+  bool indexed = false;  // the weights are shards named by kWeightsIndex
+};
+
+Result<PullFiles> files_to_pull(const HubView& hub, const HubRepo& repo, const Say& say) {
+  PullFiles files;
+  for (const WantedFile& wanted : kMetadataFiles) {
+    KIPP_ASSIGN(std::optional<HubFile> file, hub.find(wanted.name));
+    if (file) files.first.push_back(std::move(*file));
+    else if (wanted.required) return hub.missing(wanted.name, "");
+    else say(std::string(wanted.name) + ": not in the repository at this revision; skipped");
+  }
+  KIPP_ASSIGN(std::optional<HubFile> index, hub.find(kWeightsIndex));
+  if (index) {
+    files.first.push_back(std::move(*index));
+    files.indexed = true;
+    return files;
+  }
+  KIPP_ASSIGN(std::optional<HubFile> single, hub.find(kSingleWeights));
+  if (!single)
+    return fail("neither ", kSingleWeights, " nor ", kWeightsIndex, " is in ", repo.repository, " at revision ",
+                repo.revision);
+  files.weights.push_back(std::move(*single));
+  return files;
+}
+
+// Step 3 of a pull: small files first; the index then names the shards. Returns the SHA-256 of
+// every file fetched, by name.
+Result<std::map<std::string, std::string>> fetch_files(DownloadContext& context, const HubView& hub, PullFiles files,
+                                                      PullReport& report, const Say& say) {
+  KIPP_TRY(check_free_space(report.download_dir, files.first));
+  std::map<std::string, std::string> known_sha256;
+  auto fetch = [&](const HubFile& file) -> Status {
+    KIPP_ASSIGN(FileOutcome outcome, fetch_file(context, file));
+    say(describe(outcome));
+    known_sha256[outcome.name] = outcome.sha256;
+    report.files.push_back(std::move(outcome));
+    return {};
+  };
+  for (const HubFile& file : files.first) KIPP_TRY(fetch(file));
+  if (files.indexed) {
+    KIPP_ASSIGN(std::string index_text, read_text_file(report.download_dir + "/" + kWeightsIndex));
+    KIPP_ASSIGN(std::vector<std::string> shards, index_shard_names(index_text));
+    for (const std::string& shard : shards) {
+      KIPP_ASSIGN(HubFile file, hub.require(shard, std::string("named by ") + kWeightsIndex));
+      files.weights.push_back(std::move(file));
+    }
+  }
+  KIPP_TRY(check_free_space(report.download_dir, files.weights));
+  for (const HubFile& file : files.weights) KIPP_TRY(fetch(file));
+  return known_sha256;
 }
 
 }  // namespace
@@ -198,31 +292,16 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
     return fail(c.id, " is a synthetic test checkpoint generated by Kipp's tests, not published on the hub; "
                 "pull serves it only from a test server named with --endpoint (or use `kipp convert` on a local source)");
   KIPP_ASSIGN(std::string endpoint, normalize_endpoint(options.endpoint.empty() ? kDefaultEndpoint : options.endpoint));
-  auto say = [&](const std::string& line) {
+  const Say say = [&](const std::string& line) {
     if (options.progress) options.progress->clear_line();
     if (options.note) options.note(line);
   };
 
   PullReport report;
   report.artifact_path = artifact_path(options.models_dir, c.id, options.scheme, options.head);
-
-  // 0. A complete snapshot in the Hugging Face cache is verified and converted where it lies.
   if (!options.hf_cache_dir.empty()) {
-    KIPP_ASSIGN(CacheLookup cached, find_cached_snapshot(options.hf_cache_dir, c, options.progress));
-    if (cached.snapshot) {
-      say("using the Hugging Face cache: " + cached.snapshot->dir + " (nothing is downloaded or copied)");
-      std::map<std::string, std::string> known_sha256;
-      for (FileOutcome& file : cached.snapshot->files) {
-        say(describe(file));
-        known_sha256[file.name] = file.sha256;
-        report.files.push_back(std::move(file));
-      }
-      report.download_dir = cached.snapshot->dir;
-      KIPP_TRY(convert_pulled(options, c, std::move(known_sha256), report, say));
-      return report;
-    }
-    if (!cached.missing.empty())
-      say("the Hugging Face cache holds part of this snapshot (missing " + cached.missing + "); downloading");
+    KIPP_ASSIGN(bool converted, convert_from_hf_cache(options, c, report, say));
+    if (converted) return report;
   }
   if (options.offline)
     return fail(c.id, " (", c.repository, " at ", c.revision, ") is not in the Hugging Face cache",
@@ -235,39 +314,13 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   const HubRepo repo{endpoint, std::string(c.repository), std::string(c.revision)};
   const HubClient client{&http, options.retry, say};
   say("pulling " + std::string(c.id) + " (" + repo.repository + " at " + repo.revision + ") from " + endpoint);
-
-  // 1. What the revision holds; nothing is written before this is known.
-  Result<HubListing> listing = fetch_listing(client, repo);
-  if (!listing && http.last_error_was_unreachable()) {
-    Error offline = fail(listing.error().message,
-                         " (offline? `kipp convert` builds an artifact from a local checkpoint directory)");
-    offline.unreachable = true;
-    return offline;
-  }
-  if (!listing) return listing.error();
-  if (!listing->available)
+  KIPP_ASSIGN(HubListing listing, list_revision(client, repo));
+  if (!listing.available)
     say("the hub serves no file listing for this revision; probing each file (files outside git-LFS cannot be verified)");
-  const HubView hub(client, repo, std::move(*listing));
-  std::vector<HubFile> first;  // metadata files and the index
-  for (const WantedFile& wanted : kMetadataFiles) {
-    KIPP_ASSIGN(std::optional<HubFile> file, hub.find(wanted.name));
-    if (file) first.push_back(std::move(*file));
-    else if (wanted.required) return hub.missing(wanted.name, "");
-    else say(std::string(wanted.name) + ": not in the repository at this revision; skipped");
-  }
-  KIPP_ASSIGN(std::optional<HubFile> index, hub.find(kWeightsIndex));
-  std::vector<HubFile> weights;
-  if (index) {
-    first.push_back(std::move(*index));
-  } else {
-    KIPP_ASSIGN(std::optional<HubFile> single, hub.find(kSingleWeights));
-    if (!single)
-      return fail("neither ", kSingleWeights, " nor ", kWeightsIndex, " is in ", repo.repository, " at revision ",
-                  repo.revision);
-    weights.push_back(std::move(*single));
-  }
+  const HubView hub(client, repo, std::move(listing));
+  KIPP_ASSIGN(PullFiles files, files_to_pull(hub, repo, say));
 
-  // 2. The download folder, locked against a second pull of the same checkpoint.
+  // Step 2: the download folder, locked against a second pull of the same checkpoint.
   const std::filesystem::path dl(report.download_dir);
   std::error_code ignored;
   const bool models_dir_existed = std::filesystem::exists(options.models_dir, ignored);
@@ -282,33 +335,9 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   context.progress = options.progress;
   context.note = options.note;
   context.retry = options.retry;
-
-  // 3. Small files first; the index then names the shards.
-  KIPP_TRY(check_free_space(report.download_dir, first));
-  std::map<std::string, std::string> known_sha256;
-  auto fetch = [&](const HubFile& file) -> Status {
-    KIPP_ASSIGN(FileOutcome outcome, fetch_file(context, file));
-    say(describe(outcome));
-    known_sha256[outcome.name] = outcome.sha256;
-    report.files.push_back(std::move(outcome));
-    return {};
-  };
-  for (const HubFile& file : first) KIPP_TRY(fetch(file));
-  if (index) {
-    KIPP_ASSIGN(std::string index_text, read_text_file(report.download_dir + "/" + kWeightsIndex));
-    KIPP_ASSIGN(std::vector<std::string> shards, index_shard_names(index_text));
-    for (const std::string& shard : shards) {
-      KIPP_ASSIGN(HubFile file, hub.require(shard, std::string("named by ") + kWeightsIndex));
-      weights.push_back(std::move(file));
-    }
-  }
-  KIPP_TRY(check_free_space(report.download_dir, weights));
-  for (const HubFile& file : weights) KIPP_TRY(fetch(file));
-
-  // 4. The artifact.
+  KIPP_ASSIGN(auto known_sha256, fetch_files(context, hub, std::move(files), report, say));
   KIPP_TRY(convert_pulled(options, c, std::move(known_sha256), report, say));
   cleanup.disarm();
   return report;
 }
-
 }  // namespace kipp::pull

@@ -30,6 +30,22 @@ const std::set<std::string, std::less<>> kUnsupported = {
     "function_call", "audio",
     "web_search_options", "logprobs_format", "verbosity", "stream_format"};
 
+// The sampling settings that are one real number in a range, for both endpoints.
+struct RealField {
+  std::string_view key;
+  double low, high;
+  bool open_low;  // the range excludes `low`
+  std::optional<float> ApiRequest::*target;
+};
+constexpr RealField kRealFields[] = {
+    {"temperature", 0, 2, false, &ApiRequest::temperature},
+    {"top_p", 0, 1, true, &ApiRequest::top_p},
+    {"min_p", 0, 1, false, &ApiRequest::min_p},
+    {"frequency_penalty", -2, 2, false, &ApiRequest::frequency_penalty},
+    {"presence_penalty", -2, 2, false, &ApiRequest::presence_penalty},
+    {"repetition_penalty", 0, 2, true, &ApiRequest::repetition_penalty},
+};
+
 class Reader {
  public:
   Reader(Endpoint endpoint, const ApiLimits& limits, ApiRequest& out) : endpoint_(endpoint), limits_(limits), out_(out) {}
@@ -57,6 +73,8 @@ class Reader {
  private:
   std::optional<ApiError> read_field(const std::string& key, const Json& value) {
     const bool chat = endpoint_ == Endpoint::chat;
+    for (const RealField& real : kRealFields)
+      if (key == real.key) return assign_real(key, value, real.low, real.high, real.open_low, out_.*real.target);
     if (key == "model") {
       if (!value.is_string()) return field_error(key, "must be a string");
       out_.model = value.get<std::string>();
@@ -71,18 +89,6 @@ class Reader {
       return assign_whole(key, value, 1, INT32_MAX, [&](int64_t v) { out_.max_tokens = uint32_t(v); });
     } else if (key == "n") {
       return assign_whole(key, value, 1, limits_.max_n, [&](int64_t v) { out_.n = uint32_t(v); });
-    } else if (key == "temperature") {
-      return assign_real(key, value, 0, 2, false, out_.temperature);
-    } else if (key == "top_p") {
-      return assign_real(key, value, 0, 1, true, out_.top_p);
-    } else if (key == "min_p") {
-      return assign_real(key, value, 0, 1, false, out_.min_p);
-    } else if (key == "frequency_penalty") {
-      return assign_real(key, value, -2, 2, false, out_.frequency_penalty);
-    } else if (key == "presence_penalty") {
-      return assign_real(key, value, -2, 2, false, out_.presence_penalty);
-    } else if (key == "repetition_penalty") {
-      return assign_real(key, value, 0, 2, true, out_.repetition_penalty);
     } else if (key == "top_k") {
       // -1 is how vLLM and llama.cpp clients say "off"; so is 0.
       return assign_whole(key, value, -1, limits_.vocab, [&](int64_t v) { out_.top_k = uint32_t(std::max<int64_t>(v, 0)); });
@@ -111,15 +117,8 @@ class Reader {
       return assign_whole(key, value, 0, 20, [&](int64_t v) { out_.top_logprobs = uint32_t(v); });
     } else if (key == "chat_template_kwargs" && chat) {
       return read_template_kwargs(value);
-    } else if (key == "thinking_budget" && chat) {
-      if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
-      thinking_field_ = key;
-      return assign_whole(key, value, 0, INT32_MAX, [&](int64_t v) { out_.thinking_budget = uint32_t(v); });
-    } else if (key == "reasoning_effort" && chat) {
-      if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
-      thinking_field_ = key;
-      if (!value.is_string() || !effort_thinking_budget(value.get<std::string>(), out_.thinking_budget))
-        return field_error(key, "must be one of " + effort_names());
+    } else if ((key == "thinking_budget" || key == "reasoning_effort") && chat) {
+      return read_thinking_budget(key, value);
     } else if (key == "tools" && chat) {
       auto tools = parse_chat_tools(value);
       if (!tools) return field_error(key, tools.error().message);
@@ -138,6 +137,17 @@ class Reader {
       return unknown_field(key, kUnsupported.count(key) > 0, chat ? "/v1/chat/completions" : "/v1/completions", limits_,
                            out_);
     }
+    return std::nullopt;
+  }
+
+  // thinking_budget (tokens) or reasoning_effort (a name for a budget): one of them, not both.
+  std::optional<ApiError> read_thinking_budget(const std::string& key, const Json& value) {
+    if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
+    thinking_field_ = key;
+    if (key == "thinking_budget")
+      return assign_whole(key, value, 0, INT32_MAX, [&](int64_t v) { out_.thinking_budget = uint32_t(v); });
+    if (!value.is_string() || !effort_thinking_budget(value.get<std::string>(), out_.thinking_budget))
+      return field_error(key, "must be one of " + effort_names());
     return std::nullopt;
   }
 

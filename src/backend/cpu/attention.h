@@ -48,6 +48,12 @@ class AttentionRunner {
 
   void run_wave(std::span<const AttentionQuery> queries);
   void group_queries(std::span<const AttentionQuery> queries);
+  uint32_t kv_slices(size_t query_count) const;
+  // One job of a wave: one group's queries over KV heads [kv_begin, kv_end), on thread `thread`.
+  void attend(std::span<const AttentionQuery> queries, const Group& group, uint32_t kv_begin, uint32_t kv_end,
+              unsigned thread);
+  // Query `t`'s head `h`: its chunks' partials folded into its output.
+  void fold(std::span<const AttentionQuery> queries, uint32_t t, uint32_t h);
   float* partial(uint32_t index) { return partials_.data() + size_t(index) * partial_floats_; }
 
   const Checkpoint& c_;
