@@ -1,6 +1,6 @@
 // One completion: a prompt evaluated into a session, then tokens sampled one at a time until a
 // stop token, a stop string or the token budget, with the text streamed as it becomes final.
-// The CLI runs it directly; the server's scheduler will drive the same pieces step by step.
+// Each token is chosen and taken by an AnswerDecoder, the step the server's scheduler uses too.
 #pragma once
 
 #include <cstdint>
@@ -11,20 +11,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "engine/answer_decoder.h"
 #include "engine/sampler.h"
 #include "engine/token_constraint.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace kipp {
-
-enum class FinishReason {
-  stop_token,   // the model produced one of the checkpoint's stop tokens
-  stop_string,  // the text reached one of the request's stop strings
-  length,       // max_tokens, or the session's capacity
-  cancelled,    // the caller's cancelled() said so (Ctrl-C in `kipp chat`, a client gone)
-};
-std::string_view finish_reason_name(FinishReason reason);
 
 struct GenerateOptions {
   uint32_t max_tokens = 256;

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "engine/output_text.h"
+#include "engine/answer_decoder.h"
 #include "engine/prompt_lookup.h"
 #include "model/model_file.h"
 
@@ -32,10 +32,7 @@ struct Scheduler::Sequence {
   uint64_t address = 0;          // content address of the last of them
   uint32_t reservation = 0;      // blocks promised by the pool, not yet taken
   uint32_t generated = 0;
-  std::optional<Sampler> sampler;
-  std::optional<TokenConstraint> constraint;
-  std::optional<ThinkingBudget> budget;
-  std::optional<OutputText> output;
+  std::optional<AnswerDecoder> decoder;
   std::vector<float> logits;     // a row per evaluated token that wants one
   // Speculation: the last sampled token then the draft, evaluated together; and when to draft.
   std::vector<uint32_t> draft_item;
@@ -232,6 +229,28 @@ void Scheduler::admit() {
   stats_.pool = pool_.stats();
 }
 
+// The KV a request's prompt can start from: the published blocks it begins with (adopted), and
+// the rows of a published block that its next tokens begin (copied rather than evaluated).
+struct Scheduler::PrefixReuse {
+  std::vector<uint32_t> adopted;
+  uint64_t address = 0;  // content address of the last adopted block
+  std::optional<KvBlockPool::RowSource> rows;
+  uint32_t cached_tokens() const { return uint32_t(adopted.size()) * kKvBlockTokens + (rows ? rows->rows : 0); }
+};
+
+Scheduler::PrefixReuse Scheduler::reuse_prefix(std::span<const uint32_t> prompt, uint32_t prefix_blocks) {
+  PrefixReuse reuse;
+  reuse.adopted = pool_.adopt_prefix(prompt, prefix_blocks);
+  for (uint32_t b = 0; b < reuse.adopted.size(); ++b)
+    reuse.address = KvBlockPool::chain(reuse.address, prompt.subspan(b * kKvBlockTokens, kKvBlockTokens));
+  // The prompt's next tokens, up to the last (always evaluated) and within the next block, may
+  // start a published block.
+  const uint32_t after = uint32_t(reuse.adopted.size()) * kKvBlockTokens;
+  const uint32_t prompt_size = uint32_t(prompt.size());
+  reuse.rows = pool_.find_rows(reuse.address, prompt.subspan(after, std::min(kKvBlockTokens, prompt_size - 1 - after)));
+  return reuse;
+}
+
 bool Scheduler::try_admit(Request& request) {
   const CompletionRequest& spec = request.spec;
   const uint32_t prompt = uint32_t(spec.prompt.size());
@@ -239,108 +258,107 @@ bool Scheduler::try_admit(Request& request) {
   const uint32_t blocks = kv_blocks_for(positions);
   // At least one prompt token is evaluated, for the logits of the first sampled token.
   const uint32_t prefix_blocks = (prompt - 1) / kKvBlockTokens;
-  std::vector<uint32_t> adopted = pool_.adopt_prefix(spec.prompt, prefix_blocks);
-  uint64_t address = 0;
-  for (uint32_t b = 0; b < adopted.size(); ++b)
-    address = KvBlockPool::chain(address, std::span(spec.prompt).subspan(b * kKvBlockTokens, kKvBlockTokens));
-  // The prompt's next tokens, up to the last (always evaluated) and within the next block, may
-  // start a published block: their rows are copied rather than evaluated.
-  const uint32_t after = uint32_t(adopted.size()) * kKvBlockTokens;
-  const auto next = std::span(spec.prompt).subspan(after, std::min(kKvBlockTokens, prompt - 1 - after));
-  std::optional<KvBlockPool::RowSource> rows = pool_.find_rows(address, next);
+  PrefixReuse reuse = reuse_prefix(spec.prompt, prefix_blocks);
   const uint32_t shared = spec.n > 1 ? prefix_blocks : 0;
-  const uint32_t needed = (blocks - uint32_t(adopted.size())) + (spec.n - 1) * (blocks - shared);
+  const uint32_t needed = (blocks - uint32_t(reuse.adopted.size())) + (spec.n - 1) * (blocks - shared);
   // The block the rows would be copied from is held, so it cannot be evicted for this request's
   // reservation: one that needs that block too goes without the copy rather than wait forever.
-  if (rows && !pool_.can_reserve(needed)) {
-    pool_.release(rows->block);
-    rows.reset();
+  if (reuse.rows && !pool_.can_reserve(needed)) {
+    pool_.release(reuse.rows->block);
+    reuse.rows.reset();
   }
   if (!pool_.can_reserve(needed)) {
-    for (uint32_t block : adopted) pool_.release(block);
+    for (uint32_t block : reuse.adopted) pool_.release(block);
     return false;
   }
   pool_.reserve(needed);
   request.admitted = Clock::now();
   request.shared_blocks = shared;
   request.report.queue_seconds = seconds_between(request.submitted, request.admitted);
-  request.report.cached_tokens = after + (rows ? rows->rows : 0);
+  request.report.cached_tokens = reuse.cached_tokens();
   {
     std::lock_guard lock(mutex_);
     stats_.queue_seconds.observe(request.report.queue_seconds);
     stats_.prefix_tokens_reused += request.report.cached_tokens;
     stats_.prompt_tokens += prompt;
   }
+  const std::optional<KvBlockPool::RowSource> rows = reuse.rows;
+  make_sequences(request, blocks, shared, std::move(reuse));
+  // Admitted either way; a failure from here on finishes the request at once.
+  Status started = copy_prefix_rows(*request.sequences[0], rows);
+  if (started) started = start_sequences(request, positions);
+  if (!started) fail_request(request, started.error());
+  return true;
+}
 
+// One sequence per choice; the first takes the adopted blocks, and the copied rows.
+void Scheduler::make_sequences(Request& request, uint32_t blocks, uint32_t shared, PrefixReuse reuse) {
+  const CompletionRequest& spec = request.spec;
+  const uint32_t adopted = uint32_t(reuse.adopted.size());
   for (uint32_t choice = 0; choice < spec.n; ++choice) {
     auto sequence = std::make_unique<Sequence>();
     sequence->request = &request;
     sequence->choice = choice;
     sequence->tokens = spec.prompt;
     sequence->logits.resize(family::vocab);
-    sequence->reservation = choice == 0 ? blocks - uint32_t(adopted.size()) : blocks - shared;
+    sequence->reservation = choice == 0 ? blocks - adopted : blocks - shared;
     sequence->state = choice > 0 && shared > 0 ? Sequence::State::waiting_for_first_choice : Sequence::State::prefill;
     request.sequences.push_back(std::move(sequence));
   }
   Sequence& first = *request.sequences[0];
-  first.blocks = std::move(adopted);
-  first.published = uint32_t(first.blocks.size());
-  first.address = address;
-  if (rows) {  // copied into the first block the sequence writes, then the source let go
-    auto target = pool_.take_reserved();
-    const Status copied = target ? model_.copy_pool_rows(rows->block, *target, rows->rows) : Status(target.error());
-    pool_.release(rows->block);
-    if (target) {
-      first.blocks.push_back(*target);
-      --first.reservation;
-    }
-    if (!copied) {
-      fail_request(request, copied.error());
-      return true;  // admitted, and already finished
-    }
-  }
+  first.blocks = std::move(reuse.adopted);
+  first.published = adopted;
+  first.address = reuse.address;
+}
 
+// The rows go into the first block the sequence writes, then the source is let go.
+Status Scheduler::copy_prefix_rows(Sequence& first, std::optional<KvBlockPool::RowSource> rows) {
+  if (!rows) return {};
+  auto target = pool_.take_reserved();
+  const Status copied = target ? model_.copy_pool_rows(rows->block, *target, rows->rows) : Status(target.error());
+  pool_.release(rows->block);
+  if (target) {
+    first.blocks.push_back(*target);
+    --first.reservation;
+  }
+  return copied;
+}
+
+// Each choice's constraint, thinking budget, sampler (seeded by choice) and session; the first
+// session starts from the prefix reused.
+Status Scheduler::start_sequences(Request& request, uint32_t positions) {
+  const CompletionRequest& spec = request.spec;
   std::shared_ptr<grammar::TokenMasks> masks;
   if (spec.constraint) {
-    if (!think_tokens_) {
-      fail_request(request, think_tokens_.error());
-      return true;  // admitted, and already finished
-    }
+    if (!think_tokens_) return think_tokens_.error();
     masks = constraints_.masks_for(spec.constraint);
   }
-  if (spec.thinking_budget && !think_closing_) {
-    fail_request(request, fail("a thinking budget needs the <think> tokens: ", think_closing_.error().message));
-    return true;
-  }
+  if (spec.thinking_budget && !think_closing_)
+    return fail("a thinking budget needs the <think> tokens: ", think_closing_.error().message);
   for (auto& sequence : request.sequences) {
-    if (masks) sequence->constraint.emplace(masks, spec.answer_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
-    if (spec.thinking_budget)
-      sequence->budget.emplace(*spec.thinking_budget, spec.answer_start, think_closing_.value(), !masks);
+    std::optional<TokenConstraint> constraint;
+    if (masks) constraint.emplace(masks, spec.answer_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
+    std::optional<ThinkingBudget> budget;
+    if (spec.thinking_budget) budget.emplace(*spec.thinking_budget, spec.answer_start, think_closing_.value(), !masks);
     SamplingParams sampling = spec.sampling;
     sampling.seed += sequence->choice;
     auto sampler = Sampler::create(sampling, vocab_);
     auto session = model_.create_pooled_session(positions);
-    if (!sampler || !session) {
-      fail_request(request, !sampler ? sampler.error() : session.error());
-      return true;  // admitted, and already finished
-    }
-    sequence->sampler.emplace(std::move(sampler).value());
+    if (!sampler) return sampler.error();
+    if (!session) return session.error();
+    sequence->decoder.emplace(tokenizer_, stop_ids_, std::move(sampler).value(), spec.stop, std::move(constraint),
+                              std::move(budget));
     if (options_.speculate && spec.sampling.greedy()) {
       sequence->gate.emplace();
       sequence->logits.resize(size_t(kMaxDraftTokens + 1) * vocab_);
     }
     sequence->session = std::move(session).value();
-    sequence->output.emplace(tokenizer_, spec.stop);
   }
-  const uint32_t adopted_positions = request.report.cached_tokens;
-  if (auto adopted_ok = first.session->adopt_prefix(adopted_positions); !adopted_ok) {
-    fail_request(request, adopted_ok.error());
-    return true;
-  }
-  first.evaluated = adopted_positions;
-  return true;
+  Sequence& first = *request.sequences[0];
+  KIPP_TRY(first.session->adopt_prefix(request.report.cached_tokens));
+  first.evaluated = request.report.cached_tokens;
+  return {};
 }
-
 void Scheduler::start_siblings(Request& request) {
   const Sequence& first = *request.sequences[0];
   const uint32_t shared = request.shared_blocks;
@@ -485,21 +503,10 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     std::lock_guard lock(mutex_);
     stats_.first_token_seconds.observe(seconds_between(request.submitted, now));
   }
-  const AllowedTokens* allowed = nullptr;
-  if (sequence.constraint) {
-    KIPP_ASSIGN(allowed, sequence.constraint->allowed());
-  }
-  // A spent thinking budget names the token that closes the think block; otherwise it is sampled.
-  const std::optional<uint32_t> forced = sequence.budget ? sequence.budget->forced() : std::nullopt;
-  uint32_t token = 0;
-  if (forced) {
-    token = *forced;
-  } else {
-    KIPP_ASSIGN(token, sequence.sampler->sample(logits, allowed));
-  }
-  sequence.sampler->accept(token);
-  if (sequence.constraint) KIPP_TRY(sequence.constraint->accept(token, tokenizer_.token_bytes(token)));
-  if (sequence.budget) sequence.budget->accept(token, tokenizer_.token_bytes(token));
+  AnswerDecoder& decoder = *sequence.decoder;
+  KIPP_ASSIGN(const uint32_t token, decoder.choose(logits));
+  const LogprobsWanted logprobs{logits, request.spec.top_logprobs};
+  KIPP_ASSIGN(TakenToken taken, decoder.take(token, request.spec.logprobs ? &logprobs : nullptr));
   sequence.tokens.push_back(token);
   ++sequence.generated;
   ++request.report.completion_tokens;
@@ -512,28 +519,20 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   ChoiceUpdate update;
   update.choice = sequence.choice;
   update.generated = sequence.generated;
-  const bool is_stop_token = std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end();
-  std::optional<FinishReason> finish;
-  if (is_stop_token) {
-    finish = FinishReason::stop_token;
-  } else {
-    KIPP_ASSIGN(const bool stopped, sequence.output->push(token, update.text, &update.added));
-    if (stopped) {
-      finish = FinishReason::stop_string;
-      update.stop = sequence.output->matched();
-    }
-    if (request.spec.logprobs)
-      update.tokens.push_back({update.text, logprobs_at_step(logits, token, request.spec.top_logprobs, allowed)});
-  }
+  update.text = std::move(taken.text);
+  update.added = std::move(taken.added);
+  std::optional<FinishReason> finish = taken.finish;
+  if (finish == FinishReason::stop_string) update.stop = decoder.matched_stop();
+  if (taken.logprobs) update.tokens.push_back({update.text, std::move(*taken.logprobs)});
   // The next token needs this one in the KV: stop at the session's end as at max_tokens.
   if (!finish && (sequence.generated >= request.spec.max_tokens ||
                   sequence.evaluated + 1 > sequence.session->capacity()))
     finish = FinishReason::length;
   if (finish && *finish != FinishReason::stop_string) {
     std::string tail;
-    if (sequence.output->finish(tail)) {
+    if (decoder.finish(tail)) {
       finish = FinishReason::stop_string;
-      update.stop = sequence.output->matched();
+      update.stop = decoder.matched_stop();
     }
     update.text += tail;
     if (!update.tokens.empty()) update.tokens.back().text += tail;

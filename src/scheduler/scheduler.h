@@ -27,9 +27,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "engine/generator.h"
+#include "engine/answer_decoder.h"
 #include "engine/logprobs.h"
-#include "engine/output_text.h"
 #include "engine/sampler.h"
 #include "engine/thinking_budget.h"
 #include "scheduler/constraint_cache.h"
@@ -162,6 +161,11 @@ class Scheduler {
   // How many requests may be admitted past the oldest waiting one (see admit()).
   static constexpr uint32_t kMaxOvertakes = 64;
   bool try_admit(Request& request);
+  struct PrefixReuse;
+  PrefixReuse reuse_prefix(std::span<const uint32_t> prompt, uint32_t prefix_blocks);
+  void make_sequences(Request& request, uint32_t blocks, uint32_t shared, PrefixReuse reuse);
+  Status copy_prefix_rows(Sequence& first, std::optional<KvBlockPool::RowSource> rows);
+  Status start_sequences(Request& request, uint32_t positions);
   void start_siblings(Request& request);
   void evaluate();
   uint32_t draft(Sequence& sequence);

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/generator.h"
+#include "engine/answer_decoder.h"
 #include "scheduler/scheduler.h"
 #include "server/api_request.h"
 #include "server/http_exchange.h"

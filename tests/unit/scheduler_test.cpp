@@ -15,7 +15,12 @@
 #include <thread>
 #include <utility>
 
+#include "engine/generator.h"
 #include "engine/logprobs.h"
+#include "engine/token_constraint.h"
+#include "grammar/gbnf.h"
+#include "grammar/matcher.h"
+#include "grammar/token_mask.h"
 #include "model/model_file.h"
 #include "scheduler/kv_block_pool.h"
 #include "test_paths.h"
@@ -295,6 +300,16 @@ class SchedulerTest : public ::testing::Test {
     options.sampling = request.sampling;
     options.sampling.seed += choice;
     options.stop = request.stop;
+    options.answer_start = request.answer_start;
+    options.constraint_frame = request.grammar_frame;
+    options.thinking_budget = request.thinking_budget;
+    if (request.constraint) {
+      // A matcher of its own: the scheduler's may still be in use by other requests.
+      auto automaton = grammar::Automaton::create(request.constraint->grammar());
+      EXPECT_TRUE(automaton);
+      if (automaton)
+        options.constraint = std::make_shared<grammar::TokenMasks>(*automaton, constrained_vocabulary(*tiny_.tokenizer));
+    }
     auto result = generate(context, request.prompt, options);
     EXPECT_TRUE(result) << result.error().message;
     return result ? *result : Generation{};
@@ -542,6 +557,56 @@ TEST_F(SchedulerTest, SpeculationUnderLoadAnswersExactlyAsPlainDecodingAlone) {
   EXPECT_LT(accepted, drafted) << "some were not";
   EXPECT_EQ(scheduler_->stats().draft_tokens, drafted);
   EXPECT_EQ(scheduler_->stats().accepted_draft_tokens, accepted);
+  expect_pool_idle();
+}
+
+// Requests under a grammar, a thinking budget or both, greedy and sampled, run in the same steps as
+// plain ones (and with drafts on): each answers as it would alone, so the scheduler and the
+// generator take their tokens the same way.
+TEST_F(SchedulerTest, GrammarsAndThinkingBudgetsAmongOthersAnswerAsAlone) {
+  start({.pool_blocks = 256, .max_sequences = 12, .max_waiting = 32, .step_tokens = 48, .speculate = true});
+  const std::string prefix = "{\"n\": ";
+  auto grammar = grammar::compile_gbnf(R"(root ::= "{\"n\": " [0-9]+ "}")");
+  ASSERT_TRUE(grammar) << grammar.error().message;
+  std::mt19937 rng(17);
+  auto first = submit_holding(greedy({1, 2, 3}, 1), HoldAt::end);
+  std::vector<CompletionRequest> requests;
+  std::vector<std::future<Outcome>> outcomes;
+  for (uint32_t i = 0; i < 12; ++i) {
+    CompletionRequest request = greedy(random_prompt(rng, 1 + rng() % 60), 6 + rng() % 14);
+    if (i % 2 == 1) {
+      request.sampling.temperature = 1.5f;
+      request.sampling.seed = 100 + i;
+    }
+    if (i % 4 < 2) {
+      auto automaton = grammar::Automaton::create(*grammar);
+      ASSERT_TRUE(automaton);
+      request.constraint = *automaton;
+    }
+    if (i >= 4) {
+      request.answer_start = ConstraintStart::after_think;
+      request.thinking_budget = 2 + i % 3;
+    }
+    if (i >= 8) request.logprobs = true;
+    requests.push_back(request);
+    outcomes.push_back(submit(request));
+  }
+  EXPECT_EQ(scheduler_->stats().waiting, 12u) << "all of them queued while the scheduler was held";
+  hold_.release();
+  first.get();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Outcome outcome = outcomes[i].get();
+    const std::string what = "request " + std::to_string(i);
+    EXPECT_FALSE(outcome.report.error) << what << ": " << outcome.report.error->message;
+    expect_answered_as_alone(outcome, requests[i], what);
+    const std::string& text = outcome.text[0];
+    if (requests[i].constraint && !requests[i].thinking_budget) {
+      EXPECT_TRUE(text.starts_with(prefix) || prefix.starts_with(text)) << what << ": " << text;
+    }
+    if (requests[i].thinking_budget && outcome.report.completion_tokens > *requests[i].thinking_budget + 2) {
+      EXPECT_NE(text.find("</think>"), std::string::npos) << what << ": the budget closed the thought: " << text;
+    }
+  }
   expect_pool_idle();
 }
 
