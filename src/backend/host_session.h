@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/kv_store.h"
 #include "backend/positioned_session.h"
+#include "util/invariant.h"
 
 namespace kipp {
 
@@ -23,6 +24,13 @@ class HostSession final : public PositionedSession {
  private:
   std::shared_ptr<KvStore> store_;
 };
+
+// A session of an item given to a CPU backend's eval, which created it (the eval checks made sure
+// it is this model's).
+inline HostSession& host_session(BackendSession* session) {
+  KIPP_INVARIANT(dynamic_cast<HostSession*>(session) != nullptr);
+  return static_cast<HostSession&>(*session);
+}
 
 // The session bookkeeping both CPU backends share: private and pooled creation, the one shared
 // pool, and the live-session count.

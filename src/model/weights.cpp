@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "util/invariant.h"
+
 namespace kipp {
 namespace {
 
@@ -73,7 +75,9 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& chec
       return fail("tensor ", tensor.gguf_name, ": shape ", dims_text(found), ", expected ", dims_text(dims));
     if (reinterpret_cast<uintptr_t>(info->data.data()) % 32 != 0)
       return fail("tensor ", tensor.gguf_name, ": data is not 32-byte aligned");
-    *slot_for(weights, tensor) = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes};
+    WeightView* slot = slot_for(weights, tensor);
+    KIPP_INVARIANT(slot != nullptr);  // every role expected_tensors() names has its slot
+    *slot = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes};
   }
   if (checkpoint.tied) weights.lm_head = weights.token_embedding;
   return weights;

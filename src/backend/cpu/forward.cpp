@@ -18,6 +18,7 @@
 #include "backend/eval_checks.h"
 #include "backend/host_session.h"
 #include "backend/kv_store.h"
+#include "util/invariant.h"
 
 namespace kipp::cpu {
 namespace {
@@ -125,8 +126,10 @@ class Model final : public HostBackendModel {
     KIPP_TRY(checker_.check(items));
     batch_.clear();
     for (EvalItem& item : items) {
-      const KvRows kv{static_cast<HostSession*>(item.session)->store(), item.block_table};
-      const uint32_t count = uint32_t(item.tokens.size()), first_row = count - item.logit_rows;
+      const KvRows kv{host_session(item.session).store(), item.block_table};
+      const uint32_t count = uint32_t(item.tokens.size());
+      KIPP_INVARIANT(item.logit_rows <= count);
+      const uint32_t first_row = count - item.logit_rows;
       for (uint32_t i = 0; i < count; ++i) {
         float* logits = i >= first_row ? item.logits + size_t(i - first_row) * c_.vocab() : nullptr;
         batch_.push_back({kv, item.tokens[i], item.start_position + i, logits});
@@ -135,7 +138,7 @@ class Model final : public HostBackendModel {
     }
     if (!batch_.empty()) run_pass();
     for (EvalItem& item : items)
-      static_cast<HostSession*>(item.session)->set_length(item.start_position + uint32_t(item.tokens.size()));
+      host_session(item.session).set_length(item.start_position + uint32_t(item.tokens.size()));
     return {};
   }
 

@@ -10,6 +10,7 @@
 #include "backend/eval_checks.h"
 #include "backend/host_session.h"
 #include "backend/kv_store.h"
+#include "util/invariant.h"
 
 namespace kipp::cpu_ref {
 namespace {
@@ -35,9 +36,10 @@ class Model final : public HostBackendModel {
   Status eval(std::span<EvalItem> items) override {
     KIPP_TRY(checker_.check(items));
     for (EvalItem& item : items) {
-      auto& session = static_cast<HostSession&>(*item.session);
+      HostSession& session = host_session(item.session);
       const KvRows kv{session.store(), item.block_table};
       const uint32_t count = uint32_t(item.tokens.size());
+      KIPP_INVARIANT(item.logit_rows <= count);
       const uint32_t first_row = count - item.logit_rows;
       for (uint32_t i = 0; i < count; ++i) {
         const uint32_t position = item.start_position + i;

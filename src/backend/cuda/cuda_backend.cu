@@ -25,6 +25,7 @@
 #include "backend/eval_checks.h"
 #include "backend/positioned_session.h"
 #include "model/model_file.h"
+#include "util/invariant.h"
 
 namespace kipp::cuda {
 namespace {
@@ -78,6 +79,13 @@ class Session final : public PositionedSession {
  private:
   std::shared_ptr<DeviceKvStore> store_;
 };
+
+// The session of an item given to eval, which this backend created (the eval checks made sure it
+// is this model's).
+Session& session_of(const EvalItem& item) {
+  KIPP_INVARIANT(dynamic_cast<Session*>(item.session) != nullptr);
+  return static_cast<Session&>(*item.session);
+}
 
 // Activations for `rows` batch rows, grown when a larger batch arrives.
 struct Activations {
@@ -170,7 +178,7 @@ class Model final : public BackendModel {
     const BatchLayout batch = layout_batch(items, c_.vocab());
     if (batch.rows() > 0) KIPP_TRY(forward(items, batch));
     for (EvalItem& item : items)
-      static_cast<Session*>(item.session)->set_length(item.start_position + uint32_t(item.tokens.size()));
+      session_of(item).set_length(item.start_position + uint32_t(item.tokens.size()));
     return {};
   }
 
@@ -261,7 +269,7 @@ class Model final : public BackendModel {
     const uint32_t rows = batch.rows(), logit_rows = uint32_t(batch.logit_rows.size());
     const BatchInts ints(batch);
     std::vector<KvStoreView> stores;
-    for (const EvalItem& item : items) stores.push_back(static_cast<Session*>(item.session)->view());
+    for (const EvalItem& item : items) stores.push_back(session_of(item).view());
     KIPP_TRY(reserve(rows, logit_rows, ints.values.size(), uint32_t(items.size())));
     // One upload of every integer the kernels need, one of the per-item stores.
     KIPP_TRY(check(cudaMemcpyAsync(a_.ints.as<void>(), ints.values.data(), ints.values.size() * sizeof(int32_t),
