@@ -1,0 +1,280 @@
+// The object keywords of JSON Schema (json_schema_compiler.h): properties, patternProperties,
+// additionalProperties and unevaluatedProperties, required, the member counts.
+#include <algorithm>
+
+#include "grammar/json_schema_compiler.h"
+#include "grammar/regex.h"
+
+namespace kipp::grammar {
+
+using nlohmann::json;
+
+namespace {
+
+// A keyword whose every entry is trivially met: dependentRequired {"a": []}, dependencies {"a": true}.
+bool trivially_met(const json& value) {
+  if (!value.is_object()) return false;
+  return std::all_of(value.begin(), value.end(), [](const json& entry) {
+    return (entry.is_array() && entry.empty()) || (entry.is_boolean() && entry.get<bool>()) ||
+           (entry.is_object() && entry.empty());
+  });
+}
+
+}  // namespace
+
+Result<bool> Compiler::key_matches(const std::string& pattern, const std::string& name) {
+  std::shared_ptr<Automaton>& automaton = key_automata_[pattern];  // once, however many keys are asked
+  if (!automaton) {
+    GrammarBuilder builder;
+    JsonStringChars chars;
+    KIPP_ASSIGN(const RuleId rule, compile_pattern(builder, pattern, chars.char_rule()));
+    KIPP_ASSIGN(Grammar grammar, std::move(builder).finish(rule));
+    KIPP_ASSIGN(automaton, Automaton::create(std::move(grammar)));
+  }
+  KIPP_ASSIGN(const TextCheck check, check_text(*automaton, escape_json_string(name)));
+  return check.complete;
+}
+
+Result<RuleId> Compiler::patterned_key(const SchemaLocation& schema, const std::vector<std::string>& patterns,
+                                       const std::set<std::string>& named) {
+  std::vector<Sequence> alternatives;
+  for (const std::string& pattern : patterns) {
+    for (const std::string& name : named) {
+      KIPP_ASSIGN(const bool matches, key_matches(pattern, name));
+      if (matches)
+        return refusal("patternProperties", schema.pointer,
+                       "the named key '" + name + "' matches the pattern '" + pattern + "' too");
+    }
+    auto rule = compile_pattern(builder_, pattern, chars_.char_rule());
+    if (!rule) return refusal("patternProperties", schema.pointer, rule.error().message);
+    Sequence sequence = builder_.literal("\"");
+    sequence.push_back(GrammarBuilder::call(*rule));
+    sequence.push_back(builder_.bytes(ByteSet::of('"')));
+    alternatives.push_back(std::move(sequence));
+  }
+  return builder_.add("patterned-key", std::move(alternatives));
+}
+
+Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
+  // Each schema object's properties and additionalProperties go together: additionalProperties
+  // covers the keys its own properties do not name. Schemas merged by allOf each keep theirs.
+  struct Group {
+    std::map<std::string, SchemaLocation> properties;
+    std::optional<SchemaLocation> additional;
+    std::vector<const json*> lineage;
+    // patternProperties beside additionalProperties: false, all with one schema: every other key
+    // must match a pattern, and its value meet that schema.
+    std::vector<std::string> key_patterns;
+    std::optional<SchemaLocation> pattern_schema;
+  };
+  std::map<const json*, Group> groups;
+  const auto group_of = [&](const Keyword& keyword) -> Group& {
+    Group& group = groups[keyword.where.node];
+    group.lineage = keyword.lineage();
+    return group;
+  };
+  std::optional<Keyword> first_properties;
+  for (const Keyword& keyword : view.all("properties")) {
+    if (!keyword.value->is_object()) return refusal(keyword.name, keyword.pointer, "not an object");
+    if (!first_properties) first_properties = keyword;
+    Group& group = group_of(keyword);
+    for (const auto& [property, schema] : keyword.value->items())
+      group.properties.emplace(property, index_.child(keyword.where, schema, "properties", property));
+  }
+  std::set<const json*> open_groups;  // groups whose patternProperties were left out (strict=false)
+  for (const Keyword& keyword : view.all("patternProperties")) {
+    if (!keyword.value->is_object()) return refusal(keyword.name, keyword.pointer, "not an object");
+    if (keyword.value->empty()) continue;
+    const json& first = keyword.value->begin().value();
+    const bool one_schema =
+        std::all_of(keyword.value->begin(), keyword.value->end(), [&](const json& s) { return s == first; });
+    const SchemaLocation schema = index_.child(keyword.where, first, "patternProperties", keyword.value->begin().key());
+    KIPP_ASSIGN(const View pattern_view, view_of(schema));
+    const bool unconstraining = !pattern_view.never && pattern_view.keywords.empty();
+    auto additional = keyword.where.node->find("additionalProperties");
+    const bool closed = additional != keyword.where.node->end() && additional->is_boolean() && !additional->get<bool>();
+    if (unconstraining && !closed) continue;  // matching keys may hold anything, as may the others
+    if (!closed || !one_schema) {
+      KIPP_TRY(refuse(keyword, closed ? "different schemas for different patterns are not combined"
+                                      : "keys matching a pattern would need the complement of a regular language"));
+      open_groups.insert(keyword.where.node);
+      continue;
+    }
+    Group& group = group_of(keyword);
+    for (const auto& [pattern, pattern_schema] : keyword.value->items()) group.key_patterns.push_back(pattern);
+    group.pattern_schema = schema;
+  }
+  for (const Keyword& keyword : view.all("additionalProperties")) {
+    if (open_groups.contains(keyword.where.node)) {
+      KIPP_TRY(refuse(keyword, "left out with the patternProperties beside it"));
+      continue;
+    }
+    group_of(keyword).additional = index_.child(keyword.where, *keyword.value, "additionalProperties");
+  }
+  // unevaluatedProperties: one more group, naming every key its own subschemas evaluated. Innermost
+  // first, since an inner one evaluates every key for the outer ones.
+  std::vector<Keyword> unevaluated = view.all("unevaluatedProperties");
+  std::stable_sort(unevaluated.begin(), unevaluated.end(),
+                   [](const Keyword& a, const Keyword& b) { return a.applied_by.size() > b.applied_by.size(); });
+  for (const Keyword& keyword : unevaluated) {
+    const SchemaLocation rest = index_.child(keyword.where, *keyword.value, "unevaluatedProperties");
+    KIPP_ASSIGN(const bool built,
+                unevaluated_enforceable(view, keyword, rest, {"patternProperties", "dependentSchemas"}));
+    if (!built) continue;
+    Group own;
+    bool everything = false;
+    for (const auto& [origin, group] : groups) {
+      if (std::find(group.lineage.begin(), group.lineage.end(), keyword.where.node) == group.lineage.end()) continue;
+      everything |= group.additional.has_value();
+      for (const auto& [property, schema] : group.properties) own.properties.emplace(property, unconstrained(keyword));
+    }
+    if (everything) continue;
+    own.additional = rest;
+    own.lineage = keyword.lineage();
+    groups[keyword.value] = std::move(own);
+  }
+  uint64_t max_members = UINT64_MAX;
+  for (const Keyword& keyword : view.all("propertyNames")) {
+    KIPP_ASSIGN(View names, view_of(index_.child(keyword.where, *keyword.value, "propertyNames")));
+    if (names.never) max_members = 0;
+    else if (!names.keywords.empty()) KIPP_TRY(refuse(keyword, "constraints on keys are not enforced"));
+  }
+  for (const char* key : {"dependentRequired", "dependentSchemas", "dependencies"})
+    for (const Keyword& keyword : view.all(key))
+      if (!trivially_met(*keyword.value)) KIPP_TRY(refuse(keyword, "dependencies between members are not enforced"));
+  std::set<std::string> required;
+  std::optional<Keyword> first_required;
+  for (const Keyword& keyword : view.all("required")) {
+    if (!keyword.value->is_array()) return refusal(keyword.name, keyword.pointer, "not an array");
+    if (!first_required) first_required = keyword;
+    for (const json& name : *keyword.value) {
+      if (!name.is_string()) return refusal(keyword.name, keyword.pointer, "not an array of strings");
+      required.insert(name.get<std::string>());
+    }
+  }
+  KIPP_ASSIGN(auto member_counts, counts(view, "minProperties", "maxProperties"));
+  const uint64_t min_members = member_counts.first;
+  max_members = std::min(max_members, member_counts.second);
+  for (const char* key : {"minProperties", "maxProperties"})
+    for (const Keyword& keyword : view.all(key)) {
+      const uint64_t count = count_of(*keyword.value).value_or(0);
+      if (count > Permutation::kMaxCounted)
+        return refusal(keyword.name, keyword.pointer,
+                       "member counts above " + std::to_string(Permutation::kMaxCounted) + " are not tracked");
+    }
+
+  std::set<std::string> named = required;
+  for (const auto& [origin, group] : groups)
+    for (const auto& [property, schema] : group.properties) named.insert(property);
+  if (named.size() > Permutation::kMaxMembers) {
+    const Keyword& blamed = first_properties ? *first_properties : *first_required;
+    KIPP_TRY(
+        refuse(blamed, "more than " + std::to_string(Permutation::kMaxMembers) + " named members cannot be tracked"));
+    return std::optional<RuleId>(any_object());
+  }
+  if (required.size() > max_members) return std::optional<RuleId>();
+
+  Permutation permutation;
+  permutation.separator = layout_.comma;
+  // With room for the required members only, the others are left out (no dead ends for a matcher).
+  const bool only_required = required.size() == max_members;
+  for (const std::string& property : named) {
+    const bool is_required = required.contains(property);
+    if (only_required && !is_required) continue;
+    std::vector<SchemaLocation> sources;
+    for (const auto& [origin, group] : groups) {
+      bool matched = false;
+      for (const std::string& pattern : group.key_patterns) {
+        auto matches = key_matches(pattern, property);
+        if (!matches) return refusal("patternProperties", group.pattern_schema->pointer, matches.error().message);
+        matched |= *matches;
+      }
+      if (matched) sources.push_back(*group.pattern_schema);
+      if (auto found = group.properties.find(property); found != group.properties.end())
+        sources.push_back(found->second);
+      else if (group.additional && !matched) sources.push_back(*group.additional);
+    }
+    KIPP_ASSIGN(const bool impossible, is_never(sources));
+    if (impossible) {
+      if (is_required) return std::optional<RuleId>();
+      continue;
+    }
+    KIPP_ASSIGN(const RuleId value, value_of(sources, "property"));
+    Sequence member = builder_.literal("\"" + escape_json_string(property) + "\"");
+    member.push_back(GrammarBuilder::call(layout_.colon));
+    member.push_back(GrammarBuilder::call(value));
+    permutation.members.push_back({builder_.add("member", {std::move(member)}), is_required});
+  }
+  std::vector<SchemaLocation> additional_sources;
+  const Group* patterned = nullptr;
+  for (const auto& [origin, group] : groups) {
+    if (!group.key_patterns.empty()) {
+      if (patterned)
+        return refusal("patternProperties", group.pattern_schema->pointer,
+                       "patterned keys of two subschemas are not intersected");
+      patterned = &group;
+      additional_sources.push_back(*group.pattern_schema);
+    } else if (group.additional) {
+      additional_sources.push_back(*group.additional);
+    }
+  }
+  KIPP_ASSIGN(const bool closed, is_never(additional_sources));
+  if (!closed && !only_required) {
+    KIPP_ASSIGN(const RuleId value, value_of(additional_sources, "additional"));
+    RuleId key = 0;
+    if (patterned) {
+      KIPP_ASSIGN(key, patterned_key(*patterned->pattern_schema, patterned->key_patterns, named));
+    } else {
+      key = named.empty() ? any_string() : string_not_in(builder_, chars_, {named.begin(), named.end()});
+    }
+    Sequence member{GrammarBuilder::call(key)};
+    member.push_back(GrammarBuilder::call(layout_.colon));
+    member.push_back(GrammarBuilder::call(value));
+    permutation.additional = builder_.add("additional-member", {std::move(member)});
+  }
+  std::vector<Sequence> alternatives;
+  if (min_members == 0 && required.empty()) {
+    Sequence empty = builder_.literal("{");
+    layout_.space(empty);
+    empty.push_back(builder_.bytes(ByteSet::of('}')));
+    alternatives.push_back(std::move(empty));
+  }
+  const bool enough = permutation.additional || permutation.members.size() >= std::max<uint64_t>(min_members, 1);
+  if (max_members >= 1 && enough) {
+    permutation.min_members = uint32_t(std::max<uint64_t>(min_members, 1));
+    permutation.max_members = max_members == UINT64_MAX ? Permutation::kUnbounded : uint32_t(max_members);
+    Sequence sequence = builder_.literal("{");
+    layout_.space(sequence);
+    sequence.push_back(builder_.permutation(std::move(permutation)));
+    layout_.space(sequence);
+    sequence.push_back(builder_.bytes(ByteSet::of('}')));
+    alternatives.push_back(std::move(sequence));
+  }
+  if (alternatives.empty()) return std::optional<RuleId>();
+  return std::optional<RuleId>(builder_.add("object", std::move(alternatives)));
+}
+
+RuleId Compiler::any_object() {
+  if (any_object_) return *any_object_;
+  any_object_ = builder_.declare("any-object");
+  const RuleId value = any_value();
+  const RuleId member = builder_.add(
+      "any-member",
+      {{GrammarBuilder::call(any_string()), GrammarBuilder::call(layout_.colon), GrammarBuilder::call(value)}});
+  const RuleId next_member =
+      builder_.add("any-next-member", {{GrammarBuilder::call(layout_.comma), GrammarBuilder::call(member)}});
+  const RuleId more = builder_.repeat("any-members", GrammarBuilder::call(next_member), 0, GrammarBuilder::kUnbounded);
+  Sequence empty = builder_.literal("{");
+  layout_.space(empty);
+  empty.push_back(builder_.bytes(ByteSet::of('}')));
+  Sequence object = builder_.literal("{");
+  layout_.space(object);
+  object.push_back(GrammarBuilder::call(member));
+  object.push_back(GrammarBuilder::call(more));
+  layout_.space(object);
+  object.push_back(builder_.bytes(ByteSet::of('}')));
+  builder_.set_alternatives(*any_object_, {std::move(empty), std::move(object)});
+  return *any_object_;
+}
+
+}  // namespace kipp::grammar
