@@ -107,6 +107,16 @@ Result<std::pair<uint64_t, uint64_t>> counts(const View& view, const char* min_k
   return std::pair{low, high};
 }
 
+std::vector<Keyword> innermost_first(std::vector<Keyword> keywords) {
+  std::stable_sort(keywords.begin(), keywords.end(),
+                   [](const Keyword& a, const Keyword& b) { return a.applied_by.size() > b.applied_by.size(); });
+  return keywords;
+}
+
+bool evaluated_for(const std::vector<const json*>& lineage, const Keyword& unevaluated) {
+  return std::find(lineage.begin(), lineage.end(), unevaluated.where.node) != lineage.end();
+}
+
 Status Compiler::spend_numbers(const Keyword& keyword, size_t count) {
   budget_.numbers += count;
   if (budget_.numbers > kMaxSchemaNumbers)
@@ -305,15 +315,8 @@ RuleId Compiler::any_value() {
       builder_.add("any-next-item", {{GrammarBuilder::call(layout_.comma), GrammarBuilder::call(value)}});
   const RuleId more_items =
       builder_.repeat("any-items", GrammarBuilder::call(next_item), 0, GrammarBuilder::kUnbounded);
-  Sequence empty_array = builder_.literal("[");
-  layout_.space(empty_array);
-  empty_array.push_back(builder_.bytes(ByteSet::of(']')));
-  Sequence array = builder_.literal("[");
-  layout_.space(array);
-  array.push_back(GrammarBuilder::call(value));
-  array.push_back(GrammarBuilder::call(more_items));
-  layout_.space(array);
-  array.push_back(builder_.bytes(ByteSet::of(']')));
+  Sequence empty_array = enclosed('[', {}, ']');
+  Sequence array = enclosed('[', {GrammarBuilder::call(value), GrammarBuilder::call(more_items)}, ']');
   auto number = number_rule(builder_, NumberConstraints{});  // unconstrained: never empty, never too large
   builder_.set_alternatives(value, {{GrammarBuilder::call(any_object())},
                                     std::move(empty_array),
@@ -324,6 +327,17 @@ RuleId Compiler::any_value() {
                                     builder_.literal("false"),
                                     builder_.literal("null")});
   return value;
+}
+
+Sequence Compiler::enclosed(char open, Sequence items, char close) {
+  Sequence sequence = builder_.literal(std::string_view(&open, 1));
+  layout_.space(sequence);
+  if (!items.empty()) {
+    sequence.insert(sequence.end(), items.begin(), items.end());
+    layout_.space(sequence);
+  }
+  sequence.push_back(builder_.bytes(ByteSet::of(uint8_t(close))));
+  return sequence;
 }
 
 RuleId Compiler::choice(const std::string& name, std::vector<RuleId> options) {

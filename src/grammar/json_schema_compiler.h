@@ -101,6 +101,22 @@ std::optional<uint64_t> count_of(const nlohmann::json& value);
 // A count keyword's values combined: the largest minimum, the smallest maximum.
 Result<std::pair<uint64_t, uint64_t>> counts(const View& view, const char* min_key, const char* max_key);
 
+// Keywords (unevaluatedProperties, unevaluatedItems) innermost first, the most applicators above
+// them: an inner one evaluates everything for the outer ones.
+std::vector<Keyword> innermost_first(std::vector<Keyword> keywords);
+// Whether the keywords brought in through `lineage` count as evaluated for `unevaluated` (an
+// unevaluatedProperties or unevaluatedItems): they stand in its own schema object or in one it applies.
+bool evaluated_for(const std::vector<const nlohmann::json*>& lineage, const Keyword& unevaluated);
+
+// The group of the schema object that `keyword` stands in, where keywords go together per schema
+// object (properties with additionalProperties, prefixItems with items and additionalItems).
+template <class Group>
+Group& group_of(std::map<const nlohmann::json*, Group>& groups, const Keyword& keyword) {
+  Group& group = groups[keyword.where.node];
+  group.lineage = keyword.lineage();
+  return group;
+}
+
 // What a compilation has spent against the limits of json_schema.h, shared by the compilers that
 // check enum values inside it (they run inside its own calls).
 struct CompileBudget {
@@ -150,6 +166,8 @@ class Compiler {
   Result<bool> is_never(const std::vector<SchemaLocation>& sources);
   // A rule for any of `options`, leaving out those known to match nothing.
   RuleId choice(const std::string& name, std::vector<RuleId> options);
+  // `items` between the brackets `open` and `close`, with room for whitespace inside: "{ }", "[ 1 ]".
+  Sequence enclosed(char open, Sequence items, char close);
   RuleId any_value();
   RuleId never();
 
@@ -163,7 +181,16 @@ class Compiler {
   Result<std::vector<bool>> accepted(const View& rest, const std::vector<nlohmann::json>& values, const Merged& merged);
 
   // json_schema_objects.cpp.
+  struct ObjectShape;
   Result<std::optional<RuleId>> object_rule_of(const View& view);
+  Status gather_properties(const View& view, ObjectShape& shape);
+  Status gather_unevaluated_properties(const View& view, ObjectShape& shape);
+  Status gather_member_limits(const View& view, ObjectShape& shape);
+  Result<std::optional<RuleId>> named_member(const ObjectShape& shape, const std::string& property);
+  Result<std::optional<RuleId>> additional_member(const ObjectShape& shape, bool only_required);
+  // One member: `key`, the colon, then `value`.
+  RuleId member_rule(Sequence key, RuleId value, std::string_view name);
+  std::optional<RuleId> object_of(const ObjectShape& shape, Permutation permutation);
   // Whether the key `name` matches `pattern` (as patternProperties reads it).
   Result<bool> key_matches(const std::string& pattern, const std::string& name);
   // Keys matching one of `patterns`, refused where a named key matches one: excluding it would
@@ -173,11 +200,19 @@ class Compiler {
   RuleId any_object();
 
   // json_schema_arrays.cpp.
+  struct ArrayShape;
   Result<std::optional<RuleId>> array_rule_of(const View& view);
+  Status gather_items(const View& view, ArrayShape& shape);
+  Status gather_unevaluated_items(const View& view, ArrayShape& shape);
+  Status gather_item_limits(const View& view, ArrayShape& shape);
+  Result<RuleId> item_rule(ArrayShape& shape, size_t i);
+  Result<Sequence> array_items(ArrayShape& shape);
 
   // json_schema_scalars.cpp.
   Result<std::optional<RuleId>> number_rule_of(const View& view, bool integer_only);
   Result<std::optional<RuleId>> string_rule_of(const View& view);
+  // A JSON string whose contents match `content`.
+  Sequence quoted(RuleId content);
   RuleId any_string();
 
   const SchemaOptions& options_;

@@ -47,15 +47,13 @@ Result<RuleId> Compiler::patterned_key(const SchemaLocation& schema, const std::
     }
     auto rule = compile_pattern(builder_, pattern, chars_.char_rule());
     if (!rule) return refusal("patternProperties", schema.pointer, rule.error().message);
-    Sequence sequence = builder_.literal("\"");
-    sequence.push_back(GrammarBuilder::call(*rule));
-    sequence.push_back(builder_.bytes(ByteSet::of('"')));
-    alternatives.push_back(std::move(sequence));
+    alternatives.push_back(quoted(*rule));
   }
   return builder_.add("patterned-key", std::move(alternatives));
 }
 
-Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
+// What the object keywords of a view say, gathered before any rule is built.
+struct Compiler::ObjectShape {
   // Each schema object's properties and additionalProperties go together: additionalProperties
   // covers the keys its own properties do not name. Schemas merged by allOf each keep theirs.
   struct Group {
@@ -68,16 +66,48 @@ Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
     std::optional<SchemaLocation> pattern_schema;
   };
   std::map<const json*, Group> groups;
-  const auto group_of = [&](const Keyword& keyword) -> Group& {
-    Group& group = groups[keyword.where.node];
-    group.lineage = keyword.lineage();
-    return group;
-  };
-  std::optional<Keyword> first_properties;
+  std::optional<Keyword> first_properties, first_required;  // blamed for too many named members
+  std::set<std::string> required;
+  std::set<std::string> named;  // the required keys and those of properties
+  uint64_t min_members = 0, max_members = UINT64_MAX;
+};
+
+Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
+  ObjectShape shape;
+  KIPP_TRY(gather_properties(view, shape));
+  KIPP_TRY(gather_unevaluated_properties(view, shape));
+  KIPP_TRY(gather_member_limits(view, shape));
+  shape.named = shape.required;
+  for (const auto& [origin, group] : shape.groups)
+    for (const auto& [property, schema] : group.properties) shape.named.insert(property);
+  if (shape.named.size() > Permutation::kMaxMembers) {
+    const Keyword& blamed = shape.first_properties ? *shape.first_properties : *shape.first_required;
+    KIPP_TRY(
+        refuse(blamed, "more than " + std::to_string(Permutation::kMaxMembers) + " named members cannot be tracked"));
+    return std::optional<RuleId>(any_object());
+  }
+  if (shape.required.size() > shape.max_members) return std::optional<RuleId>();
+  Permutation permutation;
+  permutation.separator = layout_.comma;
+  // With room for the required members only, the others are left out (no dead ends for a matcher).
+  const bool only_required = shape.required.size() == shape.max_members;
+  for (const std::string& property : shape.named) {
+    const bool required = shape.required.contains(property);
+    if (only_required && !required) continue;
+    KIPP_ASSIGN(const std::optional<RuleId> member, named_member(shape, property));
+    if (member) permutation.members.push_back({*member, required});
+    else if (required) return std::optional<RuleId>();  // no value meets a required member's schemas
+  }
+  KIPP_ASSIGN(permutation.additional, additional_member(shape, only_required));
+  return object_of(shape, std::move(permutation));
+}
+
+// properties, patternProperties and additionalProperties, grouped by the schema object they stand in.
+Status Compiler::gather_properties(const View& view, ObjectShape& shape) {
   for (const Keyword& keyword : view.all("properties")) {
     if (!keyword.value->is_object()) return refusal(keyword.name, keyword.pointer, "not an object");
-    if (!first_properties) first_properties = keyword;
-    Group& group = group_of(keyword);
+    if (!shape.first_properties) shape.first_properties = keyword;
+    ObjectShape::Group& group = group_of(shape.groups, keyword);
     for (const auto& [property, schema] : keyword.value->items())
       group.properties.emplace(property, index_.child(keyword.where, schema, "properties", property));
   }
@@ -100,7 +130,7 @@ Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
       open_groups.insert(keyword.where.node);
       continue;
     }
-    Group& group = group_of(keyword);
+    ObjectShape::Group& group = group_of(shape.groups, keyword);
     for (const auto& [pattern, pattern_schema] : keyword.value->items()) group.key_patterns.push_back(pattern);
     group.pattern_schema = schema;
   }
@@ -109,52 +139,55 @@ Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
       KIPP_TRY(refuse(keyword, "left out with the patternProperties beside it"));
       continue;
     }
-    group_of(keyword).additional = index_.child(keyword.where, *keyword.value, "additionalProperties");
+    group_of(shape.groups, keyword).additional = index_.child(keyword.where, *keyword.value, "additionalProperties");
   }
-  // unevaluatedProperties: one more group, naming every key its own subschemas evaluated. Innermost
-  // first, since an inner one evaluates every key for the outer ones.
-  std::vector<Keyword> unevaluated = view.all("unevaluatedProperties");
-  std::stable_sort(unevaluated.begin(), unevaluated.end(),
-                   [](const Keyword& a, const Keyword& b) { return a.applied_by.size() > b.applied_by.size(); });
-  for (const Keyword& keyword : unevaluated) {
+  return {};
+}
+
+// unevaluatedProperties: one more group, naming every key its own subschemas evaluated.
+Status Compiler::gather_unevaluated_properties(const View& view, ObjectShape& shape) {
+  for (const Keyword& keyword : innermost_first(view.all("unevaluatedProperties"))) {
     const SchemaLocation rest = index_.child(keyword.where, *keyword.value, "unevaluatedProperties");
     KIPP_ASSIGN(const bool built,
                 unevaluated_enforceable(view, keyword, rest, {"patternProperties", "dependentSchemas"}));
     if (!built) continue;
-    Group own;
+    ObjectShape::Group own;
     bool everything = false;
-    for (const auto& [origin, group] : groups) {
-      if (std::find(group.lineage.begin(), group.lineage.end(), keyword.where.node) == group.lineage.end()) continue;
+    for (const auto& [origin, group] : shape.groups) {
+      if (!evaluated_for(group.lineage, keyword)) continue;
       everything |= group.additional.has_value();
       for (const auto& [property, schema] : group.properties) own.properties.emplace(property, unconstrained(keyword));
     }
     if (everything) continue;
     own.additional = rest;
     own.lineage = keyword.lineage();
-    groups[keyword.value] = std::move(own);
+    shape.groups[keyword.value] = std::move(own);
   }
-  uint64_t max_members = UINT64_MAX;
+  return {};
+}
+
+// propertyNames (only false is enforced), the dependencies (only where trivially met), required
+// and the member counts.
+Status Compiler::gather_member_limits(const View& view, ObjectShape& shape) {
   for (const Keyword& keyword : view.all("propertyNames")) {
     KIPP_ASSIGN(View names, view_of(index_.child(keyword.where, *keyword.value, "propertyNames")));
-    if (names.never) max_members = 0;
+    if (names.never) shape.max_members = 0;
     else if (!names.keywords.empty()) KIPP_TRY(refuse(keyword, "constraints on keys are not enforced"));
   }
   for (const char* key : {"dependentRequired", "dependentSchemas", "dependencies"})
     for (const Keyword& keyword : view.all(key))
       if (!trivially_met(*keyword.value)) KIPP_TRY(refuse(keyword, "dependencies between members are not enforced"));
-  std::set<std::string> required;
-  std::optional<Keyword> first_required;
   for (const Keyword& keyword : view.all("required")) {
     if (!keyword.value->is_array()) return refusal(keyword.name, keyword.pointer, "not an array");
-    if (!first_required) first_required = keyword;
+    if (!shape.first_required) shape.first_required = keyword;
     for (const json& name : *keyword.value) {
       if (!name.is_string()) return refusal(keyword.name, keyword.pointer, "not an array of strings");
-      required.insert(name.get<std::string>());
+      shape.required.insert(name.get<std::string>());
     }
   }
   KIPP_ASSIGN(auto member_counts, counts(view, "minProperties", "maxProperties"));
-  const uint64_t min_members = member_counts.first;
-  max_members = std::min(max_members, member_counts.second);
+  shape.min_members = member_counts.first;
+  shape.max_members = std::min(shape.max_members, member_counts.second);
   for (const char* key : {"minProperties", "maxProperties"})
     for (const Keyword& keyword : view.all(key)) {
       const uint64_t count = count_of(*keyword.value).value_or(0);
@@ -162,117 +195,94 @@ Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
         return refusal(keyword.name, keyword.pointer,
                        "member counts above " + std::to_string(Permutation::kMaxCounted) + " are not tracked");
     }
+  return {};
+}
 
-  std::set<std::string> named = required;
-  for (const auto& [origin, group] : groups)
-    for (const auto& [property, schema] : group.properties) named.insert(property);
-  if (named.size() > Permutation::kMaxMembers) {
-    const Keyword& blamed = first_properties ? *first_properties : *first_required;
-    KIPP_TRY(
-        refuse(blamed, "more than " + std::to_string(Permutation::kMaxMembers) + " named members cannot be tracked"));
-    return std::optional<RuleId>(any_object());
+// The member named `property`, its value meeting the schemas of every group that speaks of it;
+// nullopt where no value can.
+Result<std::optional<RuleId>> Compiler::named_member(const ObjectShape& shape, const std::string& property) {
+  std::vector<SchemaLocation> sources;
+  for (const auto& [origin, group] : shape.groups) {
+    bool matched = false;
+    for (const std::string& pattern : group.key_patterns) {
+      auto matches = key_matches(pattern, property);
+      if (!matches) return refusal("patternProperties", group.pattern_schema->pointer, matches.error().message);
+      matched |= *matches;
+    }
+    if (matched) sources.push_back(*group.pattern_schema);
+    if (auto found = group.properties.find(property); found != group.properties.end())
+      sources.push_back(found->second);
+    else if (group.additional && !matched) sources.push_back(*group.additional);
   }
-  if (required.size() > max_members) return std::optional<RuleId>();
+  KIPP_ASSIGN(const bool impossible, is_never(sources));
+  if (impossible) return std::optional<RuleId>();
+  KIPP_ASSIGN(const RuleId value, value_of(sources, "property"));
+  Sequence key = builder_.literal("\"" + escape_json_string(property) + "\"");
+  return std::optional<RuleId>(member_rule(std::move(key), value, "member"));
+}
 
-  Permutation permutation;
-  permutation.separator = layout_.comma;
-  // With room for the required members only, the others are left out (no dead ends for a matcher).
-  const bool only_required = required.size() == max_members;
-  for (const std::string& property : named) {
-    const bool is_required = required.contains(property);
-    if (only_required && !is_required) continue;
-    std::vector<SchemaLocation> sources;
-    for (const auto& [origin, group] : groups) {
-      bool matched = false;
-      for (const std::string& pattern : group.key_patterns) {
-        auto matches = key_matches(pattern, property);
-        if (!matches) return refusal("patternProperties", group.pattern_schema->pointer, matches.error().message);
-        matched |= *matches;
-      }
-      if (matched) sources.push_back(*group.pattern_schema);
-      if (auto found = group.properties.find(property); found != group.properties.end())
-        sources.push_back(found->second);
-      else if (group.additional && !matched) sources.push_back(*group.additional);
-    }
-    KIPP_ASSIGN(const bool impossible, is_never(sources));
-    if (impossible) {
-      if (is_required) return std::optional<RuleId>();
-      continue;
-    }
-    KIPP_ASSIGN(const RuleId value, value_of(sources, "property"));
-    Sequence member = builder_.literal("\"" + escape_json_string(property) + "\"");
-    member.push_back(GrammarBuilder::call(layout_.colon));
-    member.push_back(GrammarBuilder::call(value));
-    permutation.members.push_back({builder_.add("member", {std::move(member)}), is_required});
-  }
-  std::vector<SchemaLocation> additional_sources;
-  const Group* patterned = nullptr;
-  for (const auto& [origin, group] : groups) {
+// The members with keys that no group names, where any may stand: nullopt when every group closes
+// them (or there is room for the required members only).
+Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& shape, bool only_required) {
+  std::vector<SchemaLocation> sources;
+  const ObjectShape::Group* patterned = nullptr;
+  for (const auto& [origin, group] : shape.groups) {
     if (!group.key_patterns.empty()) {
       if (patterned)
         return refusal("patternProperties", group.pattern_schema->pointer,
                        "patterned keys of two subschemas are not intersected");
       patterned = &group;
-      additional_sources.push_back(*group.pattern_schema);
+      sources.push_back(*group.pattern_schema);
     } else if (group.additional) {
-      additional_sources.push_back(*group.additional);
+      sources.push_back(*group.additional);
     }
   }
-  KIPP_ASSIGN(const bool closed, is_never(additional_sources));
-  if (!closed && !only_required) {
-    KIPP_ASSIGN(const RuleId value, value_of(additional_sources, "additional"));
-    RuleId key = 0;
-    if (patterned) {
-      KIPP_ASSIGN(key, patterned_key(*patterned->pattern_schema, patterned->key_patterns, named));
-    } else {
-      key = named.empty() ? any_string() : string_not_in(builder_, chars_, {named.begin(), named.end()});
-    }
-    Sequence member{GrammarBuilder::call(key)};
-    member.push_back(GrammarBuilder::call(layout_.colon));
-    member.push_back(GrammarBuilder::call(value));
-    permutation.additional = builder_.add("additional-member", {std::move(member)});
+  KIPP_ASSIGN(const bool closed, is_never(sources));
+  if (closed || only_required) return std::optional<RuleId>();
+  KIPP_ASSIGN(const RuleId value, value_of(sources, "additional"));
+  RuleId key = 0;
+  if (patterned) {
+    KIPP_ASSIGN(key, patterned_key(*patterned->pattern_schema, patterned->key_patterns, shape.named));
+  } else {
+    key = shape.named.empty() ? any_string()
+                              : string_not_in(builder_, chars_, {shape.named.begin(), shape.named.end()});
   }
+  return std::optional<RuleId>(member_rule({GrammarBuilder::call(key)}, value, "additional-member"));
+}
+
+RuleId Compiler::member_rule(Sequence key, RuleId value, std::string_view name) {
+  key.push_back(GrammarBuilder::call(layout_.colon));
+  key.push_back(GrammarBuilder::call(value));
+  return builder_.add(name, {std::move(key)});
+}
+
+// "{ }" where no member is needed, and the permutation of the members where one may stand; nullopt
+// where neither is possible.
+std::optional<RuleId> Compiler::object_of(const ObjectShape& shape, Permutation permutation) {
   std::vector<Sequence> alternatives;
-  if (min_members == 0 && required.empty()) {
-    Sequence empty = builder_.literal("{");
-    layout_.space(empty);
-    empty.push_back(builder_.bytes(ByteSet::of('}')));
-    alternatives.push_back(std::move(empty));
+  if (shape.min_members == 0 && shape.required.empty()) alternatives.push_back(enclosed('{', {}, '}'));
+  const bool enough =
+      permutation.additional || permutation.members.size() >= std::max<uint64_t>(shape.min_members, 1);
+  if (shape.max_members >= 1 && enough) {
+    permutation.min_members = uint32_t(std::max<uint64_t>(shape.min_members, 1));
+    permutation.max_members =
+        shape.max_members == UINT64_MAX ? Permutation::kUnbounded : uint32_t(shape.max_members);
+    alternatives.push_back(enclosed('{', {builder_.permutation(std::move(permutation))}, '}'));
   }
-  const bool enough = permutation.additional || permutation.members.size() >= std::max<uint64_t>(min_members, 1);
-  if (max_members >= 1 && enough) {
-    permutation.min_members = uint32_t(std::max<uint64_t>(min_members, 1));
-    permutation.max_members = max_members == UINT64_MAX ? Permutation::kUnbounded : uint32_t(max_members);
-    Sequence sequence = builder_.literal("{");
-    layout_.space(sequence);
-    sequence.push_back(builder_.permutation(std::move(permutation)));
-    layout_.space(sequence);
-    sequence.push_back(builder_.bytes(ByteSet::of('}')));
-    alternatives.push_back(std::move(sequence));
-  }
-  if (alternatives.empty()) return std::optional<RuleId>();
-  return std::optional<RuleId>(builder_.add("object", std::move(alternatives)));
+  if (alternatives.empty()) return std::nullopt;
+  return builder_.add("object", std::move(alternatives));
 }
 
 RuleId Compiler::any_object() {
   if (any_object_) return *any_object_;
   any_object_ = builder_.declare("any-object");
   const RuleId value = any_value();
-  const RuleId member = builder_.add(
-      "any-member",
-      {{GrammarBuilder::call(any_string()), GrammarBuilder::call(layout_.colon), GrammarBuilder::call(value)}});
+  const RuleId member = member_rule({GrammarBuilder::call(any_string())}, value, "any-member");
   const RuleId next_member =
       builder_.add("any-next-member", {{GrammarBuilder::call(layout_.comma), GrammarBuilder::call(member)}});
   const RuleId more = builder_.repeat("any-members", GrammarBuilder::call(next_member), 0, GrammarBuilder::kUnbounded);
-  Sequence empty = builder_.literal("{");
-  layout_.space(empty);
-  empty.push_back(builder_.bytes(ByteSet::of('}')));
-  Sequence object = builder_.literal("{");
-  layout_.space(object);
-  object.push_back(GrammarBuilder::call(member));
-  object.push_back(GrammarBuilder::call(more));
-  layout_.space(object);
-  object.push_back(builder_.bytes(ByteSet::of('}')));
+  Sequence empty = enclosed('{', {}, '}');
+  Sequence object = enclosed('{', {GrammarBuilder::call(member), GrammarBuilder::call(more)}, '}');
   builder_.set_alternatives(*any_object_, {std::move(empty), std::move(object)});
   return *any_object_;
 }

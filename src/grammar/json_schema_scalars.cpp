@@ -131,20 +131,21 @@ Result<std::optional<RuleId>> Compiler::string_rule_of(const View& view) {
     content = builder_.repeat("string-chars", GrammarBuilder::call(chars_.any(builder_)), uint32_t(min_length),
                               max_length ? uint32_t(*max_length) : GrammarBuilder::kUnbounded);
   }
+  return std::optional<RuleId>(builder_.add("string", {quoted(*content)}));
+}
+
+Sequence Compiler::quoted(RuleId content) {
   Sequence sequence = builder_.literal("\"");
-  sequence.push_back(GrammarBuilder::call(*content));
+  sequence.push_back(GrammarBuilder::call(content));
   sequence.push_back(builder_.bytes(ByteSet::of('"')));
-  return std::optional<RuleId>(builder_.add("string", {std::move(sequence)}));
+  return sequence;
 }
 
 RuleId Compiler::any_string() {
   if (!any_string_) {
     const RuleId chars =
         builder_.repeat("string-chars", GrammarBuilder::call(chars_.any(builder_)), 0, GrammarBuilder::kUnbounded);
-    Sequence sequence = builder_.literal("\"");
-    sequence.push_back(GrammarBuilder::call(chars));
-    sequence.push_back(builder_.bytes(ByteSet::of('"')));
-    any_string_ = builder_.add("any-string", {std::move(sequence)});
+    any_string_ = builder_.add("any-string", {quoted(chars)});
   }
   return *any_string_;
 }
