@@ -309,45 +309,68 @@ std::vector<bool> productive_rules(const Grammar& grammar) {
                                   .permutation = permutation_productive});
 }
 
-Status check(const Grammar& g) {
-  if (g.root >= g.rules.size()) return fail("the root rule ", g.root, " does not exist");
-  if (g.item_count() > kMaxGrammarItems)
-    return fail("the grammar has ", g.item_count(), " items, more than the limit of ", kMaxGrammarItems);
-  const auto check_rule = [&](RuleId rule, const std::string& where) -> Status {
-    if (rule >= g.rules.size()) return fail(where, " calls rule ", rule, ", which does not exist");
-    return {};
-  };
+namespace {
+
+// A permutation is nullable when it may have no member at all.
+bool permutation_nullable(const Permutation& p) {
+  return p.min_members == 0 &&
+         std::none_of(p.members.begin(), p.members.end(), [](const auto& m) { return m.required; });
+}
+
+Status check_call(const Grammar& g, RuleId rule, const std::string& where) {
+  if (rule >= g.rules.size()) return fail(where, " calls rule ", rule, ", which does not exist");
+  return {};
+}
+
+// Refuses a rule without alternatives, and an item naming a byte set, rule or permutation that does
+// not exist.
+Status check_items(const Grammar& g) {
   for (const Rule& rule : g.rules) {
     if (rule.alternatives.empty()) return fail("rule '", rule.name, "' has no alternatives");
     for (const Sequence& alternative : rule.alternatives)
       for (const Item& item : alternative) {
         if (item.kind == ItemKind::bytes && item.index >= g.byte_sets.size())
           return fail("rule '", rule.name, "' uses byte set ", item.index, ", which does not exist");
-        if (item.kind == ItemKind::rule) KIPP_TRY(check_rule(item.index, "rule '" + rule.name + "'"));
+        if (item.kind == ItemKind::rule) KIPP_TRY(check_call(g, item.index, "rule '" + rule.name + "'"));
         if (item.kind == ItemKind::permutation && item.index >= g.permutations.size())
           return fail("rule '", rule.name, "' uses permutation ", item.index, ", which does not exist");
       }
   }
+  return {};
+}
+
+// Refuses a permutation with more members or counts than the matcher tracks, or calling a rule
+// that does not exist.
+Status check_permutations(const Grammar& g) {
   for (const Permutation& p : g.permutations) {
     if (p.members.size() > Permutation::kMaxMembers)
       return fail("an object with ", p.members.size(), " named members: at most ", Permutation::kMaxMembers,
                   " can be tracked");
-    if (p.min_members > p.max_members) return fail("a permutation needs ", p.min_members, " members but allows only ", p.max_members);
+    if (p.min_members > p.max_members)
+      return fail("a permutation needs ", p.min_members, " members but allows only ", p.max_members);
     if (p.min_members > Permutation::kMaxCounted ||
         (p.max_members != Permutation::kUnbounded && p.max_members > Permutation::kMaxCounted))
       return fail("member counts above ", Permutation::kMaxCounted, " are not tracked");
-    KIPP_TRY(check_rule(p.separator, "a permutation"));
-    for (const Permutation::Member& m : p.members) KIPP_TRY(check_rule(m.rule, "a permutation"));
-    if (p.additional) KIPP_TRY(check_rule(*p.additional, "a permutation"));
+    KIPP_TRY(check_call(g, p.separator, "a permutation"));
+    for (const Permutation::Member& m : p.members) KIPP_TRY(check_call(g, m.rule, "a permutation"));
+    if (p.additional) KIPP_TRY(check_call(g, *p.additional, "a permutation"));
   }
+  return {};
+}
 
-  // Nullable rules: a permutation is nullable when it may have no member at all.
-  const auto permutation_nullable = [](const Permutation& p) {
-    return p.min_members == 0 && std::none_of(p.members.begin(), p.members.end(), [](const auto& m) { return m.required; });
-  };
-  const std::vector<bool> nullable =
-      least_rule_set(g, {.bytes = [](const ByteSet&) { return false; },
-                         .permutation = [&](const Permutation& p, const std::vector<bool>&) { return permutation_nullable(p); }});
+// Refuses a permutation member that can match the empty text.
+Status check_members_not_nullable(const Grammar& g, const std::vector<bool>& nullable) {
+  for (const Permutation& p : g.permutations) {
+    for (const Permutation::Member& m : p.members)
+      if (nullable[m.rule]) return fail("permutation member '", g.rules[m.rule].name, "' can match nothing");
+    if (p.additional && nullable[*p.additional])
+      return fail("permutation member '", g.rules[*p.additional].name, "' can match nothing");
+  }
+  return {};
+}
+
+// Left calls: rule -> the rules it may call before consuming a byte.
+std::vector<std::vector<RuleId>> left_calls_of(const Grammar& g, const std::vector<bool>& nullable) {
   const auto item_nullable = [&](const Item& item) {
     switch (item.kind) {
       case ItemKind::bytes: return false;
@@ -356,18 +379,6 @@ Status check(const Grammar& g) {
     }
     return false;
   };
-  for (const Permutation& p : g.permutations) {
-    for (const Permutation::Member& m : p.members)
-      if (nullable[m.rule]) return fail("permutation member '", g.rules[m.rule].name, "' can match nothing");
-    if (p.additional && nullable[*p.additional])
-      return fail("permutation member '", g.rules[*p.additional].name, "' can match nothing");
-  }
-
-  // Found here, before any work: a constraint that no text completes would only fail at its end.
-  if (!productive_rules(g)[g.root])
-    return fail("the grammar matches no text at all (rule '", g.rules[g.root].name, "' can never be completed)");
-
-  // Left calls: rule -> the rules it may call before consuming a byte.
   std::vector<std::vector<RuleId>> left_calls(g.rules.size());
   for (size_t r = 0; r < g.rules.size(); ++r)
     for (const Sequence& alternative : g.rules[r].alternatives)
@@ -380,8 +391,12 @@ Status check(const Grammar& g) {
         }
         if (!item_nullable(item)) break;
       }
-  // A cycle in left calls is left recursion: depth-first search with colours, its path kept on a
-  // stack of its own (a chain of many rules must not exhaust the thread's).
+  return left_calls;
+}
+
+// A cycle in left calls is left recursion: depth-first search with colours, its path kept on a
+// stack of its own (a chain of many rules must not exhaust the thread's).
+Status check_left_recursion(const Grammar& g, const std::vector<std::vector<RuleId>>& left_calls) {
   std::vector<uint8_t> colour(g.rules.size(), 0);  // 0 new, 1 on the path, 2 done
   struct Step {
     RuleId rule;
@@ -414,6 +429,24 @@ Status check(const Grammar& g) {
     }
   }
   return {};
+}
+
+}  // namespace
+
+Status check(const Grammar& g) {
+  if (g.root >= g.rules.size()) return fail("the root rule ", g.root, " does not exist");
+  if (g.item_count() > kMaxGrammarItems)
+    return fail("the grammar has ", g.item_count(), " items, more than the limit of ", kMaxGrammarItems);
+  KIPP_TRY(check_items(g));
+  KIPP_TRY(check_permutations(g));
+  const std::vector<bool> nullable = least_rule_set(
+      g, {.bytes = [](const ByteSet&) { return false; },
+          .permutation = [](const Permutation& p, const std::vector<bool>&) { return permutation_nullable(p); }});
+  KIPP_TRY(check_members_not_nullable(g, nullable));
+  // Found here, before any work: a constraint that no text completes would only fail at its end.
+  if (!productive_rules(g)[g.root])
+    return fail("the grammar matches no text at all (rule '", g.rules[g.root].name, "' can never be completed)");
+  return check_left_recursion(g, left_calls_of(g, nullable));
 }
 
 }  // namespace kipp::grammar
