@@ -17,11 +17,11 @@ size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
 
 }  // namespace
 
-ReasoningSplitter::ReasoningSplitter(Start start)
-    : state_(start == Start::content ? State::content
-             : start == Start::reasoning ? State::reasoning
+ReasoningSplitter::ReasoningSplitter(AnswerStart start)
+    : state_(start == AnswerStart::at_once ? State::content
+             : start == AnswerStart::after_think ? State::reasoning
                                          : State::opening),
-      at_part_start_(start != Start::content) {}
+      at_part_start_(start != AnswerStart::at_once) {}
 
 void ReasoningSplitter::push(std::string_view text, std::string& reasoning, std::string& content) {
   held_ += text;

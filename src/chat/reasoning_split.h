@@ -8,16 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "engine/answer_start.h"
+
 namespace kipp {
 
 class ReasoningSplitter {
  public:
-  enum class Start {
-    content,      // no thinking here (instruct-2507, thinking switched off): everything is content
-    maybe_think,  // hybrid checkpoint thinking: the answer opens with <think> itself, or not at all
-    reasoning,    // thinking-2507: the prompt opened <think> already
-  };
-  explicit ReasoningSplitter(Start start);
+  // at_once: everything is content; after_think: it starts as reasoning; maybe_think: it is
+  // reasoning only when it opens with <think>.
+  explicit ReasoningSplitter(AnswerStart start);
 
   // Appends what became final to `reasoning` and `content`.
   void push(std::string_view text, std::string& reasoning, std::string& content);

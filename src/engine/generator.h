@@ -29,7 +29,7 @@ struct GenerateOptions {
   bool speculative = false;
   // How the answer opens (thinking first, maybe, or not at all): where the constraint starts
   // and what the thinking budget counts.
-  ConstraintStart answer_start = ConstraintStart::at_once;
+  AnswerStart answer_start = AnswerStart::at_once;
   // Structured output: the answer follows this grammar (see TokenConstraint), from
   // `answer_start` on.
   std::shared_ptr<grammar::TokenMasks> constraint;

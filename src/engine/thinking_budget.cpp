@@ -10,12 +10,12 @@ Result<ThinkClosing> find_think_closing(const Tokenizer& tokenizer) {
   return closing;
 }
 
-ThinkingBudget::ThinkingBudget(uint32_t budget, ConstraintStart start, ThinkClosing closing, bool separator)
+ThinkingBudget::ThinkingBudget(uint32_t budget, AnswerStart start, ThinkClosing closing, bool separator)
     : budget_(budget),
       closing_(std::move(closing)),
       separator_(separator),
-      phase_(start == ConstraintStart::at_once       ? Phase::answering
-             : start == ConstraintStart::after_think ? Phase::thinking
+      phase_(start == AnswerStart::at_once       ? Phase::answering
+             : start == AnswerStart::after_think ? Phase::thinking
                                                      : Phase::first_token) {
   if (phase_ == Phase::thinking && budget_ == 0) begin_closing();
 }

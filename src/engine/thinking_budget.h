@@ -7,7 +7,7 @@
 // have written it. Under a grammar the grammar decides what follows </think>, so the separator is
 // left to it.
 //
-// Where thinking starts follows ConstraintStart: at_once never thinks (the budget does nothing);
+// Where thinking starts follows AnswerStart: at_once never thinks (the budget does nothing);
 // after_think starts inside the block (thinking-2507: the prompt opened it); maybe_think thinks
 // only when the answer's first token is <think>. Tokens count from the first one inside the block.
 #pragma once
@@ -35,7 +35,7 @@ Result<ThinkClosing> find_think_closing(const Tokenizer& tokenizer);
 class ThinkingBudget {
  public:
   // `separator`: whether to force the template's "\n\n" after </think> (false under a grammar).
-  ThinkingBudget(uint32_t budget, ConstraintStart start, ThinkClosing closing, bool separator);
+  ThinkingBudget(uint32_t budget, AnswerStart start, ThinkClosing closing, bool separator);
 
   // The token that must come next, when the budget decides it.
   std::optional<uint32_t> forced() const;

@@ -14,14 +14,6 @@ size_t AllowedTokens::count() const {
   return count;
 }
 
-ConstraintStart chat_answer_start(Variant variant, bool enable_thinking) {
-  switch (variant) {
-    case Variant::instruct: return enable_thinking ? ConstraintStart::maybe_think : ConstraintStart::at_once;
-    case Variant::thinking_2507: return ConstraintStart::after_think;
-    default: return ConstraintStart::at_once;
-  }
-}
-
 std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer) {
   return std::make_shared<const grammar::TokenTrie>(
       grammar::TokenTrie::build(uint32_t(tokenizer.vocab_size()), [&](uint32_t id) {
@@ -44,15 +36,15 @@ Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer) {
   return think;
 }
 
-TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
+TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start,
                                  std::span<const uint32_t> stop_ids, ThinkTokens think, std::optional<TokenFrame> frame,
                                  uint64_t max_steps)
     : masks_(std::move(masks)),
       stop_ids_(stop_ids.begin(), stop_ids.end()),
       think_(think),
       frame_(frame),
-      phase_(start == ConstraintStart::at_once       ? grammar_entry()
-             : start == ConstraintStart::after_think ? Phase::reasoning
+      phase_(start == AnswerStart::at_once       ? grammar_entry()
+             : start == AnswerStart::after_think ? Phase::reasoning
                                                      : Phase::first_token),
       state_(masks_->automaton().start()),
       max_steps_(max_steps) {}

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/answer_start.h"
 #include "grammar/token_mask.h"
 #include "registry/registry.h"
 #include "tokenizer/tokenizer.h"
@@ -37,13 +38,6 @@ struct AllowedTokens {
   bool has(uint32_t id) const;
   size_t count() const;  // `extra` ids in `set` counted once
 };
-
-enum class ConstraintStart { at_once, after_think, maybe_think };
-
-// Where a chat answer's constraint starts, from how the checkpoint's template opens the answer:
-// hybrid checkpoints thinking (the model may open <think>), thinking-2507 (the prompt opened it),
-// everything else at once (a raw completion is at_once too).
-ConstraintStart chat_answer_start(Variant variant, bool enable_thinking);
 
 // The added tokens that open and close the reasoning (<think>, </think>).
 struct ThinkTokens {
@@ -67,7 +61,7 @@ struct TokenFrame {
 
 class TokenConstraint {
  public:
-  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, ConstraintStart start,
+  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start,
                   std::span<const uint32_t> stop_ids, ThinkTokens think,
                   std::optional<TokenFrame> frame = std::nullopt, uint64_t max_steps = kMaxStepsPerAnswer);
 

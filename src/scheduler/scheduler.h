@@ -91,7 +91,7 @@ struct CompletionRequest {
   uint32_t top_logprobs = 0;       // under a grammar: of the constrained distribution
   // How the answer opens (thinking first, maybe, or not at all): where a grammar starts and
   // what a thinking budget counts.
-  ConstraintStart answer_start = ConstraintStart::at_once;
+  AnswerStart answer_start = AnswerStart::at_once;
   // Structured output: every choice follows this grammar's matcher from `answer_start` on. Built
   // by the caller, off the scheduler thread, and not touched by it after submit: the scheduler
   // shares the matcher of an equal grammar it already runs (ConstraintCache), or adopts this one.

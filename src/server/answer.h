@@ -30,7 +30,7 @@ struct AnswerPiece {
 };
 
 struct AnswerOptions {
-  ReasoningSplitter::Start thinking = ReasoningSplitter::Start::content;
+  AnswerStart thinking = AnswerStart::at_once;  // how the answer opens (chat_answer_start)
   const ToolCallTokens* tool_tokens = nullptr;  // find calls (null: the request offers none, or tool_choice none)
   bool parallel_calls = true;                   // false: calls after the first are dropped (and counted)
   std::optional<uint32_t> think_close;          // the </think> token, for the reasoning token count

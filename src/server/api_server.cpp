@@ -15,19 +15,6 @@
 #include "util/sha256.h"
 
 namespace kipp::server {
-namespace {
-
-// The thinking layout of a chat answer, from the checkpoint's variant and the request.
-ReasoningSplitter::Start reasoning_start(Variant variant, bool enable_thinking) {
-  switch (variant) {
-    case Variant::instruct: return enable_thinking ? ReasoningSplitter::Start::maybe_think : ReasoningSplitter::Start::content;
-    case Variant::thinking_2507: return ReasoningSplitter::Start::reasoning;
-    default: return ReasoningSplitter::Start::content;
-  }
-}
-
-}  // namespace
-
 void answer_while_loading(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
   if (request.path == "/health" || request.path == "/healthz")
     return exchange->respond(json_response(503, {{"status", "loading"}}, {{"Retry-After", "1"}}));
@@ -322,7 +309,7 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   work.logprobs = request.logprobs;
   work.top_logprobs = request.top_logprobs;
   const bool thinking = request.enable_thinking.value_or(true);
-  work.answer_start = chat ? chat_answer_start(config_.variant, thinking) : ConstraintStart::at_once;
+  work.answer_start = chat ? chat_answer_start(config_.variant, thinking) : AnswerStart::at_once;
   work.thinking_budget = request.thinking_budget;
   if (request.structured) {
     work.constraint = request.structured->automaton;
@@ -335,7 +322,7 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
 
   AnswerOptions answer;
-  answer.thinking = chat ? reasoning_start(config_.variant, thinking) : ReasoningSplitter::Start::content;
+  answer.thinking = work.answer_start;
   answer.tool_tokens = calls_possible ? &tool_tokens_.value() : nullptr;
   answer.parallel_calls = request.parallel_tool_calls;
   if (think_tokens_) answer.think_close = think_tokens_->close;

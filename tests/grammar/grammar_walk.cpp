@@ -55,7 +55,7 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
   const std::shared_ptr<grammar::TokenMasks> masks = cache.masks_for(std::move(automaton));
   std::vector<uint32_t> any, closing;
   for (uint32_t walk = 0; walk < args.walks; ++walk) {
-    TokenConstraint constraint(masks, ConstraintStart::at_once, stop, think);
+    TokenConstraint constraint(masks, AnswerStart::at_once, stop, think);
     std::string out;
     bool finished = false;
     // Matcher steps (parse stacks visited) one token cost at most, and the walk's sum: what the

@@ -136,7 +136,7 @@ TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
   uint64_t needed = 0;
   {
     const auto fresh = std::make_shared<grammar::TokenMasks>(matcher_of(list_grammar()), constrained_vocabulary(t));
-    TokenConstraint unbounded(fresh, ConstraintStart::at_once, stop, think);
+    TokenConstraint unbounded(fresh, AnswerStart::at_once, stop, think);
     for (uint32_t id : ids) {
       ASSERT_TRUE(unbounded.allowed().ok());
       ASSERT_TRUE(unbounded.accept(id, t.token_bytes(id)).ok());
@@ -144,7 +144,7 @@ TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
     needed = fresh->automaton().steps();
   }
   ASSERT_GT(needed, 100u);
-  TokenConstraint bounded(masks, ConstraintStart::at_once, stop, think, std::nullopt, needed / 2);
+  TokenConstraint bounded(masks, AnswerStart::at_once, stop, think, std::nullopt, needed / 2);
   Status failed;
   for (uint32_t id : ids) {
     if (auto allowed = bounded.allowed(); !allowed) {
@@ -220,7 +220,7 @@ TEST(TokenConstraint, RandomWalksEndInSentences) {
   const std::vector<uint32_t> stop = {151645};
   std::mt19937 random(7);
   for (int walk = 0; walk < 40; ++walk) {
-    TokenConstraint constraint(masks, ConstraintStart::at_once, stop, think);
+    TokenConstraint constraint(masks, AnswerStart::at_once, stop, think);
     std::string text;
     for (int step = 0; step < 400; ++step) {
       const AllowedTokens* allowed = constraint.allowed().value();
@@ -251,7 +251,7 @@ TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   const uint32_t hello = t.encode("Hello").value()[0];
   const uint32_t bracket = t.encode("[").value()[0];
 
-  TokenConstraint hybrid(masks, ConstraintStart::maybe_think, stop, think);
+  TokenConstraint hybrid(masks, AnswerStart::maybe_think, stop, think);
   const AllowedTokens* first = hybrid.allowed().value();
   EXPECT_TRUE(first->has(think.open));
   EXPECT_TRUE(first->has(bracket));
@@ -264,11 +264,11 @@ TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   EXPECT_FALSE(hybrid.allowed().value()->has(hello));
   EXPECT_FALSE(hybrid.accept(hello, "Hello").ok());
 
-  TokenConstraint direct(masks, ConstraintStart::maybe_think, stop, think);
+  TokenConstraint direct(masks, AnswerStart::maybe_think, stop, think);
   ASSERT_TRUE(direct.accept(bracket, "[").ok());
   EXPECT_FALSE(direct.allowed().value()->has(think.open));
 
-  TokenConstraint after(masks, ConstraintStart::after_think, stop, think);
+  TokenConstraint after(masks, AnswerStart::after_think, stop, think);
   EXPECT_EQ(after.allowed().value(), nullptr);
   EXPECT_TRUE(after.accept(stop[0], t.token_bytes(stop[0])).ok());  // the model may stop while reasoning
 }

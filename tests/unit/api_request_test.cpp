@@ -360,7 +360,7 @@ TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
 }
 
 // Every way of cutting `answer` into pieces gives the same split as the whole answer at once.
-std::pair<std::string, std::string> split(ReasoningSplitter::Start start, const std::string& answer, uint32_t seed) {
+std::pair<std::string, std::string> split(AnswerStart start, const std::string& answer, uint32_t seed) {
   ReasoningSplitter splitter(start);
   std::string reasoning, content;
   std::mt19937 rng(seed);
@@ -374,16 +374,15 @@ std::pair<std::string, std::string> split(ReasoningSplitter::Start start, const 
 }
 
 TEST(ReasoningSplitter, SplitsThinkBlocksTheSameWhateverTheChunks) {
-  using Start = ReasoningSplitter::Start;
-  const std::vector<std::tuple<Start, std::string, std::string, std::string>> cases = {
-      {Start::maybe_think, "<think>\nLet me see.\n</think>\n\nThe answer.", "Let me see.", "The answer."},
-      {Start::maybe_think, "<think>\n\n</think>\n\nJust this.", "", "Just this."},
-      {Start::maybe_think, "No thinking here <think> at all", "", "No thinking here <think> at all"},
-      {Start::maybe_think, "<thin", "", "<thin"},
-      {Start::maybe_think, "<think>\nunfinished </thi", "unfinished </thi", ""},
-      {Start::reasoning, "step 1\nstep 2\n</think>\n\n42", "step 1\nstep 2", "42"},
-      {Start::reasoning, "a </b> c </think>d", "a </b> c ", "d"},  // only the newlines go
-      {Start::content, "<think>x</think>y", "", "<think>x</think>y"},
+  const std::vector<std::tuple<AnswerStart, std::string, std::string, std::string>> cases = {
+      {AnswerStart::maybe_think, "<think>\nLet me see.\n</think>\n\nThe answer.", "Let me see.", "The answer."},
+      {AnswerStart::maybe_think, "<think>\n\n</think>\n\nJust this.", "", "Just this."},
+      {AnswerStart::maybe_think, "No thinking here <think> at all", "", "No thinking here <think> at all"},
+      {AnswerStart::maybe_think, "<thin", "", "<thin"},
+      {AnswerStart::maybe_think, "<think>\nunfinished </thi", "unfinished </thi", ""},
+      {AnswerStart::after_think, "step 1\nstep 2\n</think>\n\n42", "step 1\nstep 2", "42"},
+      {AnswerStart::after_think, "a </b> c </think>d", "a </b> c ", "d"},  // only the newlines go
+      {AnswerStart::at_once, "<think>x</think>y", "", "<think>x</think>y"},
   };
   for (const auto& [start, answer, reasoning, content] : cases) {
     for (uint32_t seed = 0; seed < 40; ++seed) {

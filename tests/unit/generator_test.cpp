@@ -356,7 +356,7 @@ TEST_F(Generate, AThinkingBudgetClosesTheThoughtAndTheAnswerFollows) {
   options.sampling.temperature = 0.0f;
   options.sampling.logit_bias = {{close->front(), -100.0f}, {family::token_im_end, -100.0f},
                                  {family::token_endoftext, -100.0f}};
-  options.answer_start = ConstraintStart::after_think;
+  options.answer_start = AnswerStart::after_think;
   const std::vector<uint32_t> free = argmax_loop(*ids, 16, options.sampling.logit_bias);
   ASSERT_EQ(free.size(), 16u);
   ASSERT_EQ(std::count(free.begin(), free.end(), close->front()), 0);

@@ -584,7 +584,7 @@ TEST_F(SchedulerTest, GrammarsAndThinkingBudgetsAmongOthersAnswerAsAlone) {
       request.constraint = *automaton;
     }
     if (i >= 4) {
-      request.answer_start = ConstraintStart::after_think;
+      request.answer_start = AnswerStart::after_think;
       request.thinking_budget = 2 + i % 3;
     }
     if (i >= 8) request.logprobs = true;

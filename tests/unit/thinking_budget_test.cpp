@@ -29,7 +29,7 @@ std::vector<uint32_t> forced_after(ThinkingBudget& budget, const std::vector<uin
 }
 
 TEST(ThinkingBudget, ClosesAnOpenThoughtWithANewlineTheTagAndTheSeparator) {
-  ThinkingBudget budget(3, ConstraintStart::after_think, closing(), true);
+  ThinkingBudget budget(3, AnswerStart::after_think, closing(), true);
   EXPECT_EQ(forced_after(budget, {kWord, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
   EXPECT_TRUE(budget.closed_it());
   budget.accept(kWord, "answer");
@@ -37,39 +37,39 @@ TEST(ThinkingBudget, ClosesAnOpenThoughtWithANewlineTheTagAndTheSeparator) {
 }
 
 TEST(ThinkingBudget, NoExtraNewlineWhenTheThoughtEndedOne) {
-  ThinkingBudget budget(2, ConstraintStart::after_think, closing(), true);
+  ThinkingBudget budget(2, AnswerStart::after_think, closing(), true);
   EXPECT_EQ(forced_after(budget, {kWord, kLine}), (std::vector<uint32_t>{kClose, kSeparator}));
 }
 
 TEST(ThinkingBudget, UnderAGrammarTheSeparatorIsLeftToIt) {
-  ThinkingBudget budget(1, ConstraintStart::after_think, closing(), false);
+  ThinkingBudget budget(1, AnswerStart::after_think, closing(), false);
   EXPECT_EQ(forced_after(budget, {kWord}), (std::vector<uint32_t>{kNewline, kClose}));
 }
 
 TEST(ThinkingBudget, AModelThatClosesInTimeIsNeverTouched) {
-  ThinkingBudget budget(3, ConstraintStart::after_think, closing(), true);
+  ThinkingBudget budget(3, AnswerStart::after_think, closing(), true);
   EXPECT_EQ(forced_after(budget, {kWord, kWord, kClose, kWord, kWord, kWord}), std::vector<uint32_t>{});
   EXPECT_FALSE(budget.closed_it());
 }
 
 TEST(ThinkingBudget, ZeroClosesAtOnceTheTemplatesEmptyBlock) {
   // thinking-2507: the prompt ends "<think>\n", so the block closes with </think> and "\n\n".
-  ThinkingBudget opened(0, ConstraintStart::after_think, closing(), true);
+  ThinkingBudget opened(0, AnswerStart::after_think, closing(), true);
   EXPECT_EQ(forced_after(opened, {}), (std::vector<uint32_t>{kClose, kSeparator}));
   // A hybrid checkpoint that opens <think> itself: "\n" first, as the template writes it.
-  ThinkingBudget hybrid(0, ConstraintStart::maybe_think, closing(), true);
+  ThinkingBudget hybrid(0, AnswerStart::maybe_think, closing(), true);
   EXPECT_EQ(forced_after(hybrid, {kOpen}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
 }
 
 TEST(ThinkingBudget, AnswersThatDoNotThinkAreNotCounted) {
-  ThinkingBudget direct(1, ConstraintStart::maybe_think, closing(), true);
+  ThinkingBudget direct(1, AnswerStart::maybe_think, closing(), true);
   EXPECT_EQ(forced_after(direct, {kWord, kWord, kWord}), std::vector<uint32_t>{}) << "no <think>: nothing to close";
-  ThinkingBudget never(0, ConstraintStart::at_once, closing(), true);
+  ThinkingBudget never(0, AnswerStart::at_once, closing(), true);
   EXPECT_EQ(forced_after(never, {kWord, kOpen, kWord}), std::vector<uint32_t>{});
 }
 
 TEST(ThinkingBudget, TheHybridBudgetCountsFromInsideTheBlock) {
-  ThinkingBudget budget(2, ConstraintStart::maybe_think, closing(), true);
+  ThinkingBudget budget(2, AnswerStart::maybe_think, closing(), true);
   EXPECT_EQ(forced_after(budget, {kOpen, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
 }
 
