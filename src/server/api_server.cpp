@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <random>
+#include <variant>
 
 #include "chat/reasoning_split.h"
 #include "chat/tool_calls.h"
@@ -15,6 +16,24 @@
 #include "util/sha256.h"
 
 namespace kipp::server {
+namespace {
+
+// One prompt's report folded into those of all the prompts of a response: counts add up, times are
+// the longest, the first error stands.
+void add_report(RequestReport& all, const RequestReport& part) {
+  if (!all.error) all.error = part.error;
+  all.cancelled = all.cancelled || part.cancelled;
+  all.prompt_tokens += part.prompt_tokens;
+  all.cached_tokens += part.cached_tokens;
+  all.completion_tokens += part.completion_tokens;
+  all.draft_tokens += part.draft_tokens;
+  all.accepted_draft_tokens += part.accepted_draft_tokens;
+  all.queue_seconds = std::max(all.queue_seconds, part.queue_seconds);
+  all.prompt_seconds = std::max(all.prompt_seconds, part.prompt_seconds);
+  all.decode_seconds = std::max(all.decode_seconds, part.decode_seconds);
+}
+
+}  // namespace
 void answer_while_loading(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
   if (request.path == "/health" || request.path == "/healthz")
     return exchange->respond(json_response(503, {{"status", "loading"}}, {{"Retry-After", "1"}}));
@@ -268,25 +287,16 @@ std::string ApiServer::agent_reply() const {
   return server::agent_reply({scheduler_.stats(), config_.max_waiting, draining_});
 }
 
-void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
-                           const std::shared_ptr<Taken>& taken) {
-  const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
-  const auto refuse = [&](const ApiError& error, HttpHeaders headers = {}) {
-    reject(exchange, error, std::move(headers), dialect);
-  };
-  const ApiRequest& request = read.request;
-  std::vector<std::vector<uint32_t>>& prompts = read.prompts;
+std::variant<CompletionRequest, ApiError> ApiServer::work_for(Endpoint endpoint, const ApiRequest& request,
+                                                            size_t longest) const {
   const bool chat = endpoint != Endpoint::completions;
-  const char* prompt_field = chat ? "messages" : "prompt";
-
   const uint32_t context = config_.context;
-  size_t longest = 0;
-  for (const std::vector<uint32_t>& prompt : prompts) longest = std::max(longest, prompt.size());
   if (longest >= context)
-    return refuse({400,
-                   "the prompt has " + std::to_string(longest) + " tokens; the context holds " + std::to_string(context) +
-                       " (n_prompt_tokens " + std::to_string(longest) + ", n_ctx " + std::to_string(context) + ")",
-                   prompt_field, "invalid_request_error", "context_length_exceeded"});
+    return ApiError{400,
+                    "the prompt has " + std::to_string(longest) + " tokens; the context holds " +
+                        std::to_string(context) + " (n_prompt_tokens " + std::to_string(longest) + ", n_ctx " +
+                        std::to_string(context) + ")",
+                    chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"};
   // OpenAI's defaults: 16 tokens for completions; for chat, the rest of the context, or of the
   // KV pool when that is smaller (a request must fit the pool to be admitted at all). Anthropic
   // requires max_tokens.
@@ -294,17 +304,17 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   const uint32_t max_tokens =
       request.max_tokens.value_or(chat ? (room > longest ? room - uint32_t(longest) : 1) : 16);
   if (longest + uint64_t(max_tokens) > context)
-    return refuse({400,
-                   "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" + std::to_string(max_tokens) +
-                       ") exceeds the context of " + std::to_string(context) + " tokens",
-                   "max_tokens", "invalid_request_error", "context_length_exceeded"});
+    return ApiError{400,
+                    "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" +
+                        std::to_string(max_tokens) + ") exceeds the context of " + std::to_string(context) + " tokens",
+                    "max_tokens", "invalid_request_error", "context_length_exceeded"};
 
   CompletionRequest work;
   work.max_tokens = max_tokens;
   work.n = request.n;
   work.sampling = sampling_for(request, recommended_sampling(config_.variant));
   if (!request.seed) work.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  if (auto ok = validate(work.sampling, limits_.vocab); !ok) return refuse({400, ok.error().message, ""});
+  if (auto ok = validate(work.sampling, limits_.vocab); !ok) return ApiError{400, ok.error().message, ""};
   work.stop = request.stop;
   work.logprobs = request.logprobs;
   work.top_logprobs = request.top_logprobs;
@@ -318,9 +328,25 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
                                       request.parallel_tool_calls && request.tool_choice == ToolChoice::required};
   }
   // tool_choice "none": the tools are shown, but the token that opens a call is never sampled.
-  const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
+  return work;
+}
 
+void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
+                           const std::shared_ptr<Taken>& taken) {
+  const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
+  const auto refuse = [&](const ApiError& error, HttpHeaders headers = {}) {
+    reject(exchange, error, std::move(headers), dialect);
+  };
+  const ApiRequest& request = read.request;
+  std::vector<std::vector<uint32_t>>& prompts = read.prompts;
+  size_t longest = 0;
+  for (const std::vector<uint32_t>& prompt : prompts) longest = std::max(longest, prompt.size());
+  std::variant<CompletionRequest, ApiError> planned = work_for(endpoint, request, longest);
+  if (const ApiError* error = std::get_if<ApiError>(&planned)) return refuse(*error);
+  const CompletionRequest& work = std::get<CompletionRequest>(planned);
+
+  const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   AnswerOptions answer;
   answer.thinking = work.answer_start;
   answer.tool_tokens = calls_possible ? &tool_tokens_.value() : nullptr;
@@ -359,18 +385,8 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
     };
     part.on_done = [responder, gathered, taken](const RequestReport& report) {
       std::lock_guard lock(gathered->mutex);
-      RequestReport& all = gathered->report;
-      if (!all.error) all.error = report.error;
-      all.cancelled = all.cancelled || report.cancelled;
-      all.prompt_tokens += report.prompt_tokens;
-      all.cached_tokens += report.cached_tokens;
-      all.completion_tokens += report.completion_tokens;
-      all.draft_tokens += report.draft_tokens;
-      all.accepted_draft_tokens += report.accepted_draft_tokens;
-      all.queue_seconds = std::max(all.queue_seconds, report.queue_seconds);
-      all.prompt_seconds = std::max(all.prompt_seconds, report.prompt_seconds);
-      all.decode_seconds = std::max(all.decode_seconds, report.decode_seconds);
-      if (--gathered->remaining == 0) responder->done(all);
+      add_report(gathered->report, report);
+      if (--gathered->remaining == 0) responder->done(gathered->report);
     };
     Submission submission = scheduler_.submit(std::move(part));
     if (submission.verdict != Verdict::queued) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <variant>
 
 #include "chat/tool_calls.h"
 #include "registry/registry.h"
@@ -112,6 +113,11 @@ class ApiServer {
   void serve(Pending pending);
   void completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
                   const std::shared_ptr<Taken>& taken);
+  // What a completion asks of the scheduler, all but the prompt: max_tokens within the context
+  // (and its default), the sampling with a seed, stops, how the answer opens, the constraint and
+  // the tool policy. `longest`: the longest of its prompts, in tokens.
+  std::variant<CompletionRequest, ApiError> work_for(Endpoint endpoint, const ApiRequest& request,
+                                                      size_t longest) const;
   std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ReadBody& read) const;
   // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
   std::optional<ApiError> prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const;
