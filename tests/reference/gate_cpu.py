@@ -11,7 +11,7 @@ Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; c
                          of the artifact's own error, measured here (the median row NMSE of its
                          cpu-ref logits against the BF16 artifact's), and argmax agreement >= 99%.
   int8                   affine4_gs32 with --int8-activations: the same NMSE bound; argmax agreement
-                         >= 95%, a measured floor (docs/ARCHITECTURE.md says why not 99%).
+                         >= 95%, a measured floor (src/backend/cpu/KERNELS.md says why not 99%).
 A set other than `detected` is forced with --cpu-isa. Exit status 1 if any comparison fails.
 """
 import argparse

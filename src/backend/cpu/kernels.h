@@ -23,7 +23,7 @@ namespace kipp::cpu {
 //   int8_blocks  one scale per 32-value block with the block's sum (quantize_activation_blocks),
 //                as llama.cpp's Q8_1: Q4_1 weights with --int8-activations. The integer products
 //                run at twice the width of int16 ones; the error they add is a small fraction of
-//                the 4-bit weights' own, but not nothing (docs/ARCHITECTURE.md has the measurements).
+//                the 4-bit weights' own, but not nothing (KERNELS.md has the measurements).
 enum class ActivationForm { f32, int16, int8_blocks };
 
 // out[t][r] = sum_c W[r][c] * x[t][c] for tokens t < tokens and rows row_begin <= r < row_end.
