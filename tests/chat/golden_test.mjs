@@ -136,7 +136,7 @@ for (let i = 0; i < 60; ++i) {
 // runs, and what the models were trained with) removes only the given characters. The hybrid and
 // Thinking-2507 templates strip '\n' around thinking and answers, so the two differ when those
 // edges hold other whitespace. Kipp follows Python; such conversations are left out here (counted
-// below) and covered by unit tests with hand-derived expectations (ChatTemplate.* in tests/unit).
+// below) and covered by unit tests with hand-derived expectations (ChatTemplate.* in tests/chat).
 // The Instruct-2507 template strips nothing, so there every conversation is compared.
 const lstripPy = (x) => x.replace(/^\n+/, '');
 const rstripPy = (x) => x.replace(/\n+$/, '');
