@@ -18,9 +18,9 @@ size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
 }  // namespace
 
 ReasoningSplitter::ReasoningSplitter(AnswerStart start)
-    : state_(start == AnswerStart::at_once ? State::content
+    : state_(start == AnswerStart::at_once       ? State::content
              : start == AnswerStart::after_think ? State::reasoning
-                                         : State::opening),
+                                                 : State::opening),
       at_part_start_(start != AnswerStart::at_once) {}
 
 void ReasoningSplitter::push(std::string_view text, std::string& reasoning, std::string& content) {

@@ -16,7 +16,7 @@ ThinkingBudget::ThinkingBudget(uint32_t budget, AnswerStart start, ThinkClosing 
       separator_(separator),
       phase_(start == AnswerStart::at_once       ? Phase::answering
              : start == AnswerStart::after_think ? Phase::thinking
-                                                     : Phase::first_token) {
+                                                 : Phase::first_token) {
   if (phase_ == Phase::thinking && budget_ == 0) begin_closing();
 }
 

@@ -7,11 +7,12 @@
 // evaluating them again. Full blocks are published to the pool as soon as they are written, so a
 // later (or concurrent) request with the same prefix adopts them. Admission reserves the
 // worst-case blocks of every choice, so a running sequence never runs out of KV; a request that
-// does not fit waits at the head of the queue. The fast CPU backend is batch- and
-// chunk-invariant, so a greedy answer is the same whatever else runs beside it. With
-// `speculate`, a greedy sequence's decode item also carries a prompt-lookup draft; each row's
-// token is chosen exactly as a plain step would choose it, and the draft is kept up to the first
-// token that differs, so the answer is still the same.
+// does not fit yet keeps its place while smaller ones behind it go first, a bounded number of
+// times (admission.cpp). The fast CPU backend is batch- and chunk-invariant, so a greedy answer
+// is the same whatever else runs beside it. With `speculate`, a greedy sequence's decode item
+// also carries a prompt-lookup draft; each row's token is chosen exactly as a plain step would
+// choose it, and the draft is kept up to the first token that differs, so the answer is still
+// the same.
 #pragma once
 
 #include <atomic>

@@ -34,6 +34,7 @@ void add_report(RequestReport& all, const RequestReport& part) {
 }
 
 }  // namespace
+
 void answer_while_loading(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
   if (request.path == "/health" || request.path == "/healthz")
     return exchange->respond(json_response(503, {{"status", "loading"}}, {{"Retry-After", "1"}}));
