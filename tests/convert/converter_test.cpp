@@ -61,17 +61,25 @@ Result<ConvertReport> convert(const std::string& source, const std::string& out,
   return convert_checkpoint(options);
 }
 
+// The tiny entry's tensors with the fixture's values (seed 1), made once: tests copy and edit them.
+const std::vector<testing::RawTensor>& tiny_tensors() {
+  static const std::vector<testing::RawTensor> tensors = [] {
+    std::vector<testing::RawTensor> made;
+    for (const ExpectedTensor& t : expected_tensors(*find_checkpoint("kipp-test/qwen3-tiny"))) {
+      std::vector<uint16_t> values(t.rows * t.cols);
+      testing::SyntheticTensor(1, t.hf_name, t.rows, t.cols).fill(0, values.data(), values.size());
+      testing::RawTensor raw{t.hf_name, "BF16", t.hf_shape(), std::vector<uint8_t>(values.size() * 2)};
+      std::memcpy(raw.data.data(), values.data(), raw.data.size());
+      made.push_back(std::move(raw));
+    }
+    return made;
+  }();
+  return tensors;
+}
+
 // Rewrites model.safetensors with the expected tensors, letting `edit` change the list first.
 void rewrite_safetensors(const std::string& dir, const std::function<void(std::vector<testing::RawTensor>&)>& edit) {
-  std::vector<testing::RawTensor> tensors;
-  for (const ExpectedTensor& t : expected_tensors(*find_checkpoint("kipp-test/qwen3-tiny"))) {
-    testing::RawTensor raw{t.hf_name, "BF16", t.hf_shape(), std::vector<uint8_t>(t.rows * t.cols * 2)};
-    for (uint64_t i = 0; i < t.rows * t.cols; ++i) {
-      const uint16_t bits = testing::synthetic_value(1, t.hf_name, i, t.rows, t.cols);
-      std::memcpy(raw.data.data() + 2 * i, &bits, 2);
-    }
-    tensors.push_back(std::move(raw));
-  }
+  std::vector<testing::RawTensor> tensors = tiny_tensors();
   edit(tensors);
   fs::remove(dir + "/model.safetensors");
   ASSERT_TRUE(testing::write_safetensors(dir + "/model.safetensors", tensors).ok());

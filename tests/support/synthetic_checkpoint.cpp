@@ -58,11 +58,12 @@ Status write_shard(const std::string& path, const PlannedShard& shard, uint64_t 
   for (const ExpectedTensor* t : in_file_order(shard.tensors)) {
     const bool copy = head_is_embedding && t->hf_name == "lm_head.weight";
     const std::string values_of = copy ? "model.embed_tokens.weight" : t->hf_name;
+    const SyntheticTensor values(seed, values_of, t->rows, t->cols);
     const uint64_t count = t->rows * t->cols;
     for (uint64_t start = 0; start < count; start += kChunk) {
       const uint64_t n = std::min(kChunk, count - start);
       chunk.resize(n);
-      for (uint64_t i = 0; i < n; ++i) chunk[i] = synthetic_value(seed, values_of, start + i, t->rows, t->cols);
+      values.fill(start, chunk.data(), n);
       KIPP_TRY(out.write(chunk.data(), n * 2));
     }
   }
@@ -74,20 +75,39 @@ bool is_vocabulary_matrix(const std::string& hf_name) {
 }
 
 // exp(N(0, 1)) for one row, from two uniform draws (Box-Muller).
-float row_gain(uint64_t seed, const std::string& hf_name, uint64_t row) {
-  const uint64_t bits = mix(mix(seed ^ name_hash(hf_name) ^ 0x5eedull) + row);
+float row_gain(uint64_t seed, uint64_t name_hash, uint64_t row) {
+  const uint64_t bits = mix(mix(seed ^ name_hash ^ 0x5eedull) + row);
   const double u1 = (double(bits >> 40) + 0.5) * 0x1p-24, u2 = double(bits & 0xffffff) * 0x1p-24;
   return float(std::exp(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2)));
 }
 
 }  // namespace
 
-uint16_t synthetic_value(uint64_t seed, const std::string& hf_name, uint64_t index, uint64_t rows, uint64_t cols) {
-  const uint64_t bits = mix(mix(seed ^ name_hash(hf_name)) + index);
-  const float uniform = float(bits >> 40) * 0x1p-24f * 2.0f - 1.0f;  // [-1, 1)
-  if (rows == 1) return f32_to_bf16(1.0f + 0.25f * uniform);       // norm gains in [0.75, 1.25)
-  const float gain = is_vocabulary_matrix(hf_name) ? row_gain(seed, hf_name, index / cols) : 1.0f;
-  return f32_to_bf16(uniform * std::sqrt(3.0f) * element_std(hf_name, rows, cols) * gain);
+SyntheticTensor::SyntheticTensor(uint64_t seed, const std::string& hf_name, uint64_t rows, uint64_t cols)
+    : seed_(seed),
+      name_hash_(name_hash(hf_name)),
+      cols_(cols),
+      norm_(rows == 1),
+      vocabulary_(is_vocabulary_matrix(hf_name)),
+      std_(element_std(hf_name, rows, cols)) {}
+
+void SyntheticTensor::fill(uint64_t start, uint16_t* out, uint64_t count) const {
+  uint64_t gain_row = ~0ull;
+  float gain = 1.0f;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t index = start + i;
+    const uint64_t bits = mix(mix(seed_ ^ name_hash_) + index);
+    const float uniform = float(bits >> 40) * 0x1p-24f * 2.0f - 1.0f;  // [-1, 1)
+    if (norm_) {
+      out[i] = f32_to_bf16(1.0f + 0.25f * uniform);  // norm gains in [0.75, 1.25)
+      continue;
+    }
+    if (vocabulary_ && index / cols_ != gain_row) {
+      gain_row = index / cols_;
+      gain = row_gain(seed_, name_hash_, gain_row);
+    }
+    out[i] = f32_to_bf16(uniform * std::sqrt(3.0f) * std_ * gain);
+  }
 }
 
 Status write_synthetic_checkpoint(const SyntheticOptions& options) {

@@ -29,8 +29,23 @@ struct SyntheticOptions {
 
 Status write_synthetic_checkpoint(const SyntheticOptions& options);
 
-// The BF16 bits of element `index` of the tensor named `hf_name`: what the generator writes.
-uint16_t synthetic_value(uint64_t seed, const std::string& hf_name, uint64_t index, uint64_t rows, uint64_t cols);
+// The BF16 values the generator writes for the tensor named `hf_name`, in row-major order. What
+// is the same for every element (the name's hash, the scale) is worked out once, and the
+// vocabulary matrices' row gain once per row.
+class SyntheticTensor {
+ public:
+  SyntheticTensor(uint64_t seed, const std::string& hf_name, uint64_t rows, uint64_t cols);
+  // Elements [start, start + count) into `out`.
+  void fill(uint64_t start, uint16_t* out, uint64_t count) const;
+
+ private:
+  uint64_t seed_;
+  uint64_t name_hash_;
+  uint64_t cols_;
+  bool norm_;         // a gain vector: values near 1
+  bool vocabulary_;   // embedding or head: rows scaled by their own gain
+  float std_;
+};
 
 // A raw safetensors tensor for hand-made (also malformed) files in tests.
 struct RawTensor {
