@@ -27,13 +27,12 @@ void widen_block(const WeightView& w, uint64_t row, uint64_t col, float* out) {
     case WeightFormat::f32:
       std::memcpy(out, w.data + index * 4, kBlockSize * 4);
       return;
-    case WeightFormat::bf16:
-      for (size_t i = 0; i < kBlockSize; ++i) {
-        uint16_t bits;
-        std::memcpy(&bits, w.data + (index + i) * 2, 2);
-        out[i] = bf16_to_f32(bits);
-      }
+    case WeightFormat::bf16: {
+      uint16_t bits[kBlockSize];
+      std::memcpy(bits, w.data + index * 2, sizeof bits);
+      for (size_t i = 0; i < kBlockSize; ++i) out[i] = bf16_to_f32(bits[i]);
       return;
+    }
     case WeightFormat::q8_0: {
       BlockQ8_0 block;
       std::memcpy(&block, w.data + index / kBlockSize * sizeof block, sizeof block);
@@ -49,6 +48,24 @@ void widen_block(const WeightView& w, uint64_t row, uint64_t col, float* out) {
   }
 }
 
+// Rows first .. first + kRows - 1 of W times x. Each output is one sum, column by column from the
+// first; the rows are summed side by side only so that their independent sums overlap in the
+// processor's pipeline, and each is the same sequence of roundings as if it were computed alone.
+template <uint64_t kRows>
+void matvec_rows(const WeightView& w, const float* x, uint64_t first, float* out) {
+  float blocks[kRows][kBlockSize];
+  float sums[kRows] = {};
+  for (uint64_t col = 0; col < w.cols; col += kBlockSize) {
+    for (uint64_t r = 0; r < kRows; ++r) widen_block(w, first + r, col, blocks[r]);
+    for (size_t i = 0; i < kBlockSize; ++i) {
+      // Unrolled, the sums stay in registers; rolled, GCC keeps them in memory.
+#pragma GCC unroll 8
+      for (uint64_t r = 0; r < kRows; ++r) sums[r] += blocks[r][i] * x[col + i];
+    }
+  }
+  for (uint64_t r = 0; r < kRows; ++r) out[first + r] = sums[r];
+}
+
 }  // namespace
 
 void widen_row(const WeightView& w, uint64_t row, float* out) {
@@ -56,15 +73,10 @@ void widen_row(const WeightView& w, uint64_t row, float* out) {
 }
 
 void matvec(const WeightView& w, const float* x, float* out) {
-  float block[kBlockSize];
-  for (uint64_t r = 0; r < w.rows; ++r) {
-    float sum = 0.0f;
-    for (uint64_t col = 0; col < w.cols; col += kBlockSize) {
-      widen_block(w, r, col, block);
-      for (size_t i = 0; i < kBlockSize; ++i) sum += block[i] * x[col + i];
-    }
-    out[r] = sum;
-  }
+  constexpr uint64_t kRowGroup = 8;
+  uint64_t first = 0;
+  for (; first + kRowGroup <= w.rows; first += kRowGroup) matvec_rows<kRowGroup>(w, x, first, out);
+  for (; first < w.rows; ++first) matvec_rows<1>(w, x, first, out);
 }
 
 void rope_cos_sin(uint32_t position, uint32_t head_dim, float theta, float* cos_sin) {
