@@ -26,14 +26,14 @@ const std::set<std::string, std::less<>> kCreateOnly = {"max_tokens", "stream", 
 std::string at(const std::string& where, size_t index) { return where + "[" + std::to_string(index) + "]"; }
 
 // The block's type, or an error naming the block.
-std::variant<std::string, ApiError> block_type(const Json& block, const std::string& where) {
+ApiResult<std::string> block_type(const Json& block, const std::string& where) {
   if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
     return field_error(where, "a content block must be an object with a string type");
   return block["type"].get<std::string>();
 }
 
 // The text of one text block.
-std::variant<std::string, ApiError> block_text(const Json& block, const std::string& where) {
+ApiResult<std::string> block_text(const Json& block, const std::string& where) {
   const Json& text = block.value("text", Json());
   if (!text.is_string()) return field_error(where + ".text", "must be a string");
   return text.get<std::string>();
@@ -41,20 +41,20 @@ std::variant<std::string, ApiError> block_text(const Json& block, const std::str
 
 // Text blocks joined with "\n" (a string stands for one block), as the OpenAI side joins text
 // parts; other blocks are refused.
-std::variant<std::string, ApiError> text_of(const Json& content, const std::string& where) {
+ApiResult<std::string> text_of(const Json& content, const std::string& where) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) return field_error(where, "must be a string or an array of text blocks");
   std::string joined;
   for (size_t i = 0; i < content.size(); ++i) {
     auto type = block_type(content[i], at(where, i));
-    if (auto* error = std::get_if<ApiError>(&type)) return *error;
-    if (std::get<std::string>(type) != "text")
-      return field_error(at(where, i), "blocks of type '" + std::get<std::string>(type) +
+    if (!type.ok()) return type.error();
+    if (type.value() != "text")
+      return field_error(at(where, i), "blocks of type '" + type.value() +
                                            "' are not supported here (these checkpoints read text)");
     auto text = block_text(content[i], at(where, i));
-    if (auto* error = std::get_if<ApiError>(&text)) return *error;
+    if (!text.ok()) return text.error();
     if (i > 0) joined += '\n';
-    joined += std::get<std::string>(text);
+    joined += text.value();
   }
   return joined;
 }
@@ -64,14 +64,14 @@ class Reader {
   Reader(const ApiLimits& limits, bool count_tokens, ApiRequest& out)
       : limits_(limits), count_tokens_(count_tokens), out_(out) {}
 
-  std::optional<ApiError> read(const Json& body) {
+  ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     for (const auto& [key, value] : body.items()) {
       if (count_tokens_ && kCreateOnly.count(key))
         return field_error(key, "is not a field of /v1/messages/count_tokens");
       if (kIgnored.count(key)) continue;
       if (value.is_null() && key != "messages" && key != "model" && key != "max_tokens") continue;  // null = absent
-      if (auto error = read_field(key, value)) return error;
+      KIPP_TRY(read_field(key, value));
     }
     if (!body.contains("model")) return field_error("model", "is required");
     if (!body.contains("messages")) return field_error("messages", "is required");
@@ -82,11 +82,11 @@ class Reader {
     if (!format_.is_null())
       out_.constraint = ConstraintSource{"output_config.format.schema", ConstraintSource::Kind::json_schema,
                                          std::move(format_), "", true};
-    return std::nullopt;
+    return {};
   }
 
  private:
-  std::optional<ApiError> read_field(const std::string& key, const Json& value) {
+  ApiStatus read_field(const std::string& key, const Json& value) {
     if (key == "model") {
       if (!value.is_string()) return field_error(key, "must be a string");
       out_.model = value.get<std::string>();
@@ -96,12 +96,12 @@ class Reader {
       return read_messages(value);
     } else if (key == "system") {
       auto text = text_of(value, "system");
-      if (auto* error = std::get_if<ApiError>(&text)) return *error;
-      system_ = std::move(std::get<std::string>(text));
+      if (!text.ok()) return text.error();
+      system_ = std::move(text.value());
     } else if (key == "stop_sequences") {
       auto stops = stop_strings(value, key, limits_.max_stop_strings, limits_.max_stop_bytes, false);
-      if (auto* error = std::get_if<ApiError>(&stops)) return *error;
-      out_.stop = std::move(std::get<std::vector<std::string>>(stops));
+      if (!stops.ok()) return stops.error();
+      out_.stop = std::move(stops.value());
     } else if (key == "temperature") {
       return assign_real(key, value, 0, 1, false, out_.temperature);
     } else if (key == "top_p") {
@@ -125,10 +125,10 @@ class Reader {
       return unknown_field(key, kUnsupported.count(key) > 0, count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages",
                            limits_, out_);
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_messages(const Json& value) {
+  ApiStatus read_messages(const Json& value) {
     if (!value.is_array() || value.empty())
       return field_error("messages", "must be a non-empty array of {\"role\", \"content\"} objects");
     for (size_t i = 0; i < value.size(); ++i) {
@@ -142,20 +142,19 @@ class Reader {
         if (name != "role" && name != "content") return field_error(where + "." + name, "is not a field of a message");
       if (!message.contains("content")) return field_error(where + ".content", "is required");
       const Json& content = message["content"];
-      auto error = role == "user" ? read_user(content, where + ".content") : read_assistant(content, where + ".content");
-      if (error) return error;
+      KIPP_TRY(role == "user" ? read_user(content, where + ".content") : read_assistant(content, where + ".content"));
     }
     if (out_.messages.back().role == "assistant")
       return field_error("messages", "ends with an assistant turn: Kipp does not continue a prefilled answer (the "
                                      "checkpoint's template closes every assistant turn); end with a user turn");
-    return std::nullopt;
+    return {};
   }
 
   // A user turn: its text blocks are one user message, each tool_result a tool message, in order.
-  std::optional<ApiError> read_user(const Json& content, const std::string& where) {
+  ApiStatus read_user(const Json& content, const std::string& where) {
     if (content.is_string()) {
       out_.messages.push_back({"user", content.get<std::string>(), {}, {}});
-      return std::nullopt;
+      return {};
     }
     if (!content.is_array()) return field_error(where, "must be a string or an array of content blocks");
     std::optional<std::string> text;
@@ -166,12 +165,12 @@ class Reader {
     for (size_t j = 0; j < content.size(); ++j) {
       const std::string here = at(where, j);
       auto type = block_type(content[j], here);
-      if (auto* error = std::get_if<ApiError>(&type)) return *error;
-      const std::string& kind = std::get<std::string>(type);
+      if (!type.ok()) return type.error();
+      const std::string& kind = type.value();
       if (kind == "text") {
         auto piece = block_text(content[j], here);
-        if (auto* error = std::get_if<ApiError>(&piece)) return *error;
-        text = text ? *text + "\n" + std::get<std::string>(piece) : std::get<std::string>(piece);
+        if (!piece.ok()) return piece.error();
+        text = text ? *text + "\n" + piece.value() : piece.value();
       } else if (kind == "tool_result") {
         const Json& block = content[j];
         if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
@@ -182,8 +181,8 @@ class Reader {
         std::string result;
         if (block.contains("content") && !block["content"].is_null()) {
           auto read = text_of(block["content"], here + ".content");
-          if (auto* error = std::get_if<ApiError>(&read)) return *error;
-          result = std::move(std::get<std::string>(read));
+          if (!read.ok()) return read.error();
+          result = std::move(read.value());
         }
         flush();
         out_.messages.push_back({"tool", std::move(result), {}, {}});
@@ -194,30 +193,30 @@ class Reader {
     }
     flush();
     if (content.empty()) out_.messages.push_back({"user", "", {}, {}});
-    return std::nullopt;
+    return {};
   }
 
   // An assistant turn: thinking blocks are its reasoning, text blocks its content, tool_use its calls.
-  std::optional<ApiError> read_assistant(const Json& content, const std::string& where) {
+  ApiStatus read_assistant(const Json& content, const std::string& where) {
     ChatMessage message{"assistant", "", {}, {}};
     if (content.is_string()) {
       message.content = content.get<std::string>();
       out_.messages.push_back(std::move(message));
-      return std::nullopt;
+      return {};
     }
     if (!content.is_array()) return field_error(where, "must be a string or an array of content blocks");
     bool has_text = false;
     for (size_t j = 0; j < content.size(); ++j) {
       const std::string here = at(where, j);
       auto type = block_type(content[j], here);
-      if (auto* error = std::get_if<ApiError>(&type)) return *error;
-      const std::string& kind = std::get<std::string>(type);
+      if (!type.ok()) return type.error();
+      const std::string& kind = type.value();
       const Json& block = content[j];
       if (kind == "text") {
         auto piece = block_text(block, here);
-        if (auto* error = std::get_if<ApiError>(&piece)) return *error;
+        if (!piece.ok()) return piece.error();
         if (has_text) message.content += '\n';
-        message.content += std::get<std::string>(piece);
+        message.content += piece.value();
         has_text = true;
       } else if (kind == "thinking") {
         if (!block.contains("thinking") || !block["thinking"].is_string())
@@ -238,11 +237,11 @@ class Reader {
       }
     }
     out_.messages.push_back(std::move(message));
-    return std::nullopt;
+    return {};
   }
 
   // Custom tools, as the OpenAI side reads functions (the template prints the same line).
-  std::optional<ApiError> read_tools(const Json& value) {
+  ApiStatus read_tools(const Json& value) {
     if (!value.is_array()) return field_error("tools", "must be an array");
     Json functions = Json::array();
     for (size_t i = 0; i < value.size(); ++i) {
@@ -274,10 +273,10 @@ class Reader {
     auto tools = parse_chat_tools(functions);
     if (!tools) return field_error("tools", tools.error().message);
     out_.tools = std::move(*tools);
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_tool_choice(const Json& value) {
+  ApiStatus read_tool_choice(const Json& value) {
     const Json type = value.is_object() ? value.value("type", Json()) : Json();
     if (!type.is_string())
       return field_error("tool_choice", "must be {\"type\": \"auto\" | \"any\" | \"tool\" | \"none\"}");
@@ -305,10 +304,10 @@ class Reader {
     } else {
       return field_error("tool_choice.type", "must be \"auto\", \"any\", \"tool\" or \"none\", not \"" + kind + "\"");
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_thinking(const Json& value) {
+  ApiStatus read_thinking(const Json& value) {
     const Json type = value.is_object() ? value.value("type", Json()) : Json();
     if (!type.is_string())
       return field_error("thinking", "must be {\"type\": \"enabled\", \"budget_tokens\": N}, {\"type\": \"disabled\"} or "
@@ -326,29 +325,29 @@ class Reader {
     }
     if (kind == "enabled") {
       if (!value.contains("budget_tokens")) return field_error("thinking.budget_tokens", "is required with type enabled");
-      if (auto error = claim_budget("thinking.budget_tokens")) return error;
+      KIPP_TRY(claim_budget("thinking.budget_tokens"));
       auto budget = whole_number(value["budget_tokens"], "thinking.budget_tokens", 0, INT32_MAX);
-      if (auto* error = std::get_if<ApiError>(&budget)) return *error;
-      out_.thinking_budget = uint32_t(std::get<int64_t>(budget));
+      if (!budget.ok()) return budget.error();
+      out_.thinking_budget = uint32_t(budget.value());
       out_.enable_thinking = true;
       thinking_enabled_ = true;
     } else if (kind == "disabled") {
       // Hybrid checkpoints answer directly; thinking-2507, whose prompt opens the block, closes it at once.
-      if (auto error = claim_budget("thinking")) return error;
+      KIPP_TRY(claim_budget("thinking"));
       out_.enable_thinking = false;
       out_.thinking_budget = 0;
     } else if (kind != "adaptive") {  // adaptive: the checkpoint decides, as it does anyway
       return field_error("thinking.type", "must be \"enabled\", \"disabled\" or \"adaptive\", not \"" + kind + "\"");
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_output_config(const Json& value) {
+  ApiStatus read_output_config(const Json& value) {
     if (!value.is_object()) return field_error("output_config", "must be an object");
     for (const auto& [name, entry] : value.items()) {
       if (entry.is_null()) continue;
       if (name == "effort") {
-        if (auto error = claim_budget("output_config.effort")) return error;
+        KIPP_TRY(claim_budget("output_config.effort"));
         if (!entry.is_string() || !effort_thinking_budget(entry.get<std::string>(), out_.thinking_budget))
           return field_error("output_config.effort", "must be one of " + effort_names());
       } else if (name == "format") {
@@ -362,14 +361,14 @@ class Reader {
         return field_error("output_config." + name, "is not supported by Kipp");
       }
     }
-    return std::nullopt;
+    return {};
   }
 
   // One field may set the thinking budget.
-  std::optional<ApiError> claim_budget(const std::string& field) {
+  ApiStatus claim_budget(const std::string& field) {
     if (budget_field_) return field_error(field, "and " + *budget_field_ + " both set the thinking budget: send one");
     budget_field_ = field;
-    return std::nullopt;
+    return {};
   }
 
   const ApiLimits& limits_;
@@ -384,22 +383,19 @@ class Reader {
 
 }  // namespace
 
-std::variant<ApiRequest, ApiError> read_anthropic_request(std::string_view body, const ApiLimits& limits,
-                                                          bool count_tokens) {
+ApiResult<ApiRequest> read_anthropic_request(std::string_view body, const ApiLimits& limits, bool count_tokens) {
   auto json = parse_request_json(body, limits);
-  if (auto* error = std::get_if<ApiError>(&json)) return *error;
+  if (!json.ok()) return json.error();
   ApiRequest request;
   request.endpoint = Endpoint::messages;
-  if (auto error = Reader(limits, count_tokens, request).read(std::get<Json>(json))) return *error;
+  KIPP_TRY(Reader(limits, count_tokens, request).read(json.value()));
   return request;
 }
 
-std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
-                                                           bool count_tokens) {
-  auto read = read_anthropic_request(body, limits, count_tokens);
-  if (auto* request = std::get_if<ApiRequest>(&read))
-    if (auto error = compile_constraints(*request)) return *error;
-  return read;
+ApiResult<ApiRequest> parse_anthropic_request(std::string_view body, const ApiLimits& limits, bool count_tokens) {
+  KIPP_ASSIGN(ApiRequest request, read_anthropic_request(body, limits, count_tokens));
+  KIPP_TRY(compile_constraints(request));
+  return request;
 }
 
 }  // namespace kipp::server

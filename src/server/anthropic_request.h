@@ -26,10 +26,8 @@ namespace kipp::server {
 
 // `count_tokens`: the body of /v1/messages/count_tokens (no max_tokens, no sampling fields). Reads
 // and checks the body, leaving its constraint uncompiled (compile_constraints, api_request.h).
-std::variant<ApiRequest, ApiError> read_anthropic_request(std::string_view body, const ApiLimits& limits,
-                                                          bool count_tokens);
+ApiResult<ApiRequest> read_anthropic_request(std::string_view body, const ApiLimits& limits, bool count_tokens);
 // read_anthropic_request, then compile_constraints.
-std::variant<ApiRequest, ApiError> parse_anthropic_request(std::string_view body, const ApiLimits& limits,
-                                                           bool count_tokens);
+ApiResult<ApiRequest> parse_anthropic_request(std::string_view body, const ApiLimits& limits, bool count_tokens);
 
 }  // namespace kipp::server

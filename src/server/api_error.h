@@ -1,8 +1,11 @@
 // An answer that refuses a request: its HTTP status, what is wrong, and the field at fault. Each
-// API writes it in its own error shape (error_json, anthropic_error_json).
+// API writes it in its own error shape (error_json, anthropic_error_json). Everything in the API
+// layer that can refuse returns ApiResult<T> (a value or the refusal) or ApiStatus.
 #pragma once
 
 #include <string>
+
+#include "util/error.h"
 
 namespace kipp::server {
 
@@ -18,5 +21,9 @@ struct ApiError {
   std::string type;
   std::string code;
 };
+
+template <class T>
+using ApiResult = Result<T, ApiError>;
+using ApiStatus = Result<void, ApiError>;
 
 }  // namespace kipp::server

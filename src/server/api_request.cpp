@@ -50,14 +50,13 @@ class Reader {
  public:
   Reader(Endpoint endpoint, const ApiLimits& limits, ApiRequest& out) : endpoint_(endpoint), limits_(limits), out_(out) {}
 
-  std::optional<ApiError> read(const Json& body) {
+  ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     bool has_prompt = false;
     for (const auto& [key, value] : body.items()) {
       if (kIgnored.count(key)) continue;
       if (value.is_null() && key != "prompt" && key != "messages" && key != "model") continue;  // null = absent
-      std::optional<ApiError> error = read_field(key, value);
-      if (error) return error;
+      KIPP_TRY(read_field(key, value));
       has_prompt |= key == (endpoint_ == Endpoint::chat ? "messages" : "prompt");
     }
     if (!body.contains("model")) return field_error("model", "is required");
@@ -67,11 +66,11 @@ class Reader {
       return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
-    return std::nullopt;
+    return {};
   }
 
  private:
-  std::optional<ApiError> read_field(const std::string& key, const Json& value) {
+  ApiStatus read_field(const std::string& key, const Json& value) {
     const bool chat = endpoint_ == Endpoint::chat;
     for (const RealField& real : kRealFields)
       if (key == real.key) return assign_real(key, value, real.low, real.high, real.open_low, out_.*real.target);
@@ -107,7 +106,7 @@ class Reader {
       if (chat) {
         if (!value.is_boolean()) return field_error(key, "must be true or false");
         out_.logprobs = value.get<bool>();
-        return std::nullopt;
+        return {};
       }
       return assign_whole(key, value, 0, 5, [&](int64_t v) {
         out_.logprobs = true;
@@ -137,28 +136,28 @@ class Reader {
       return unknown_field(key, kUnsupported.count(key) > 0, chat ? "/v1/chat/completions" : "/v1/completions", limits_,
                            out_);
     }
-    return std::nullopt;
+    return {};
   }
 
   // thinking_budget (tokens) or reasoning_effort (a name for a budget): one of them, not both.
-  std::optional<ApiError> read_thinking_budget(const std::string& key, const Json& value) {
+  ApiStatus read_thinking_budget(const std::string& key, const Json& value) {
     if (thinking_field_) return field_error(key, "and " + *thinking_field_ + " both set the thinking budget: send one");
     thinking_field_ = key;
     if (key == "thinking_budget")
       return assign_whole(key, value, 0, INT32_MAX, [&](int64_t v) { out_.thinking_budget = uint32_t(v); });
     if (!value.is_string() || !effort_thinking_budget(value.get<std::string>(), out_.thinking_budget))
       return field_error(key, "must be one of " + effort_names());
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_prompt(const Json& value) {
+  ApiStatus read_prompt(const Json& value) {
     // One prompt (a string, or an array of token ids), or several (an array of those).
     const bool several = value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_array());
     if (!several) {
       ApiRequest::Prompt prompt;
-      if (auto error = read_one_prompt(value, "prompt", prompt)) return error;
+      KIPP_TRY(read_one_prompt(value, "prompt", prompt));
       out_.prompts.push_back(std::move(prompt));
-      return std::nullopt;
+      return {};
     }
     if (value.size() > limits_.max_prompts)
       return field_error("prompt", "at most " + std::to_string(limits_.max_prompts) + " prompts in one request, not " +
@@ -167,16 +166,16 @@ class Reader {
       if (!value[i].is_string() && !value[i].is_array())
         return field_error("prompt", "prompt[" + std::to_string(i) + "] must be a string or an array of token ids");
       ApiRequest::Prompt prompt;
-      if (auto error = read_one_prompt(value[i], "prompt[" + std::to_string(i) + "]", prompt)) return error;
+      KIPP_TRY(read_one_prompt(value[i], "prompt[" + std::to_string(i) + "]", prompt));
       out_.prompts.push_back(std::move(prompt));
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_one_prompt(const Json& value, const std::string& where, ApiRequest::Prompt& prompt) {
+  ApiStatus read_one_prompt(const Json& value, const std::string& where, ApiRequest::Prompt& prompt) {
     if (value.is_string()) {
       prompt.text = value.get<std::string>();
-      return std::nullopt;
+      return {};
     }
     if (!value.is_array()) return field_error("prompt", where + " must be a string or an array of token ids");
     if (value.empty()) return field_error("prompt", where + " is empty");
@@ -190,10 +189,10 @@ class Reader {
                                          std::to_string(limits_.vocab) + " tokens");
       prompt.ids.push_back(uint32_t(value[i].get<int64_t>()));
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_logit_bias(const Json& value) {
+  ApiStatus read_logit_bias(const Json& value) {
     if (!value.is_object()) return field_error("logit_bias", "must be an object of token id -> bias");
     for (const auto& [key, bias] : value.items()) {
       uint64_t id = 0;
@@ -201,37 +200,37 @@ class Reader {
       if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id >= limits_.vocab)
         return field_error("logit_bias", "key \"" + key + "\" is not a token id below " + std::to_string(limits_.vocab));
       auto number = real_number(bias, "logit_bias", -100, 100);
-      if (auto* error = std::get_if<ApiError>(&number)) return *error;
-      out_.logit_bias.push_back({uint32_t(id), std::get<float>(number)});
+      if (!number.ok()) return number.error();
+      out_.logit_bias.push_back({uint32_t(id), number.value()});
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_stop(const Json& value) {
+  ApiStatus read_stop(const Json& value) {
     auto stops = stop_strings(value, "stop", limits_.max_stop_strings, limits_.max_stop_bytes, true);
-    if (auto* error = std::get_if<ApiError>(&stops)) return *error;
-    out_.stop = std::move(std::get<std::vector<std::string>>(stops));
-    return std::nullopt;
+    if (!stops.ok()) return stops.error();
+    out_.stop = std::move(stops.value());
+    return {};
   }
 
-  std::optional<ApiError> read_tool_choice(const Json& value) {
+  ApiStatus read_tool_choice(const Json& value) {
     if (value.is_string()) {
       const std::string choice = value.get<std::string>();
       if (choice == "auto") out_.tool_choice = ToolChoice::automatic;
       else if (choice == "none") out_.tool_choice = ToolChoice::none;
       else if (choice == "required") out_.tool_choice = ToolChoice::required;
       else return field_error("tool_choice", "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
-      return std::nullopt;
+      return {};
     }
     if (!value.is_object() || value.value("type", Json()) != "function" || !value.contains("function") ||
         !value["function"].is_object() || !value["function"].contains("name") || !value["function"]["name"].is_string())
       return field_error("tool_choice", "a named choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
     out_.tool_choice = ToolChoice::named;
     out_.tool_choice_name = value["function"]["name"].get<std::string>();
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_stream_options(const Json& value) {
+  ApiStatus read_stream_options(const Json& value) {
     if (!value.is_object()) return field_error("stream_options", "must be an object");
     for (const auto& [key, option] : value.items()) {
       if (key != "include_usage" && key != "include_obfuscation")
@@ -241,10 +240,10 @@ class Reader {
       // padding is added here, and the text is the same either way.
       if (key == "include_usage") out_.include_usage = option.get<bool>();
     }
-    return std::nullopt;
+    return {};
   }
 
-  std::optional<ApiError> read_template_kwargs(const Json& value) {
+  ApiStatus read_template_kwargs(const Json& value) {
     if (!value.is_object()) return field_error("chat_template_kwargs", "must be an object");
     for (const auto& [key, option] : value.items()) {
       if (key != "enable_thinking")
@@ -252,11 +251,11 @@ class Reader {
       if (!option.is_boolean()) return field_error("chat_template_kwargs.enable_thinking", "must be true or false");
       out_.enable_thinking = option.get<bool>();
     }
-    return std::nullopt;
+    return {};
   }
 
   // The structured-output fields, compiled once all are read (at most one may constrain).
-  std::optional<ApiError> read_structured(const std::string& key, const Json& value) {
+  ApiStatus read_structured(const std::string& key, const Json& value) {
     ConstraintSource field{key, ConstraintSource::Kind::json_schema, Json(), "", true};
     if (key == "grammar") {
       if (!value.is_string()) return field_error(key, "must be a string holding a GBNF grammar");
@@ -274,7 +273,7 @@ class Reader {
       for (const auto& [name, entry] : value.items())
         if (name != "type" && !(name == "json_schema" && kind == "json_schema"))
           return field_error("response_format." + name, "is not a field of a " + kind + " response_format");
-      if (kind == "text") return std::nullopt;
+      if (kind == "text") return {};
       if (kind == "json_object") {
         field.field = "response_format";
         field.schema = Json{{"type", "object"}};
@@ -305,7 +304,7 @@ class Reader {
       return field_error(key, "only one of response_format, json_schema and grammar may constrain the answer (" +
                                   out_.constraint->field + " does already)");
     out_.constraint = std::move(field);
-    return std::nullopt;
+    return {};
   }
 
   Endpoint endpoint_;
@@ -326,11 +325,11 @@ constexpr Effort kEfforts[] = {{"none", 0},         {"minimal", 256},  {"low", 1
 
 }  // namespace
 
-std::optional<ApiError> unknown_field(const std::string& key, bool known, const std::string& route,
-                                      const ApiLimits& limits, ApiRequest& request) {
+ApiStatus unknown_field(const std::string& key, bool known, const std::string& route,
+                        const ApiLimits& limits, ApiRequest& request) {
   if (limits.ignore_unknown_fields) {
     request.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
-    return std::nullopt;
+    return {};
   }
   if (known) return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
   return field_error(key, "is not a field of " + route);
@@ -356,8 +355,7 @@ std::string effort_names() {
 namespace {
 
 // A JSON Schema compiled into the constraint of `field`; strict: enforced exactly, or refused.
-std::variant<StructuredOutput, ApiError> schema_output(const std::string& field, const nlohmann::ordered_json& schema,
-                                                       bool strict) {
+ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohmann::ordered_json& schema, bool strict) {
   grammar::SchemaOptions options;
   options.strict = strict;
   auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
@@ -372,7 +370,7 @@ std::variant<StructuredOutput, ApiError> schema_output(const std::string& field,
 }
 
 // The constraint a request's schema or GBNF grammar stands for; a grammar that cannot run is refused.
-std::variant<StructuredOutput, ApiError> source_output(const ConstraintSource& source) {
+ApiResult<StructuredOutput> source_output(const ConstraintSource& source) {
   if (source.kind == ConstraintSource::Kind::json_schema) return schema_output(source.field, source.schema, source.strict);
   auto compiled = grammar::compile_gbnf(source.gbnf);
   if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
@@ -389,7 +387,7 @@ bool forces_call(ToolChoice choice) { return choice == ToolChoice::required || c
 // A forced call is a grammar over the call's JSON, as the chat template shows calls: {"name":
 // ..., "arguments": {...}}, one alternative per function offered. Both APIs name the field
 // tool_choice.
-std::optional<ApiError> force_tool_call(ApiRequest& request) {
+ApiStatus force_tool_call(ApiRequest& request) {
   const std::string field = "tool_choice";
   if (request.tools.empty()) return field_error(field, "forces a call, but the request offers no tools");
   auto forced = forced_call_schema(request.tools, request.tool_choice == ToolChoice::named ? request.tool_choice_name : "");
@@ -397,26 +395,26 @@ std::optional<ApiError> force_tool_call(ApiRequest& request) {
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
   auto compiled = schema_output(field, forced->schema, forced->strict);
-  if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
-  request.structured = std::move(std::get<StructuredOutput>(compiled));
+  if (!compiled.ok()) return compiled.error();
+  request.structured = std::move(compiled.value());
   request.structured->tool_call = true;
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace
 
 bool has_constraints(const ApiRequest& request) { return request.constraint || forces_call(request.tool_choice); }
 
-std::optional<ApiError> compile_constraints(ApiRequest& request) {
+ApiStatus compile_constraints(ApiRequest& request) {
   if (request.constraint) {
     auto compiled = source_output(*request.constraint);
-    if (auto* error = std::get_if<ApiError>(&compiled)) return *error;
-    request.structured = std::move(std::get<StructuredOutput>(compiled));
+    if (!compiled.ok()) return compiled.error();
+    request.structured = std::move(compiled.value());
   }
-  return forces_call(request.tool_choice) ? force_tool_call(request) : std::nullopt;
+  return forces_call(request.tool_choice) ? force_tool_call(request) : ApiStatus{};
 }
 
-std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits) {
+ApiResult<nlohmann::ordered_json> parse_request_json(std::string_view body, const ApiLimits& limits) {
   if (body.empty()) return ApiError{400, "the request body is empty: expected a JSON object", ""};
   switch (json::shape_of(body, {.depth = limits.max_json_depth, .members = limits.max_object_members})) {
     case json::Shape::fits: break;
@@ -433,21 +431,19 @@ std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_vi
   }
 }
 
-std::variant<ApiRequest, ApiError> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits) {
+ApiResult<ApiRequest> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits) {
   auto json = parse_request_json(body, limits);
-  if (auto* error = std::get_if<ApiError>(&json)) return *error;
+  if (!json.ok()) return json.error();
   ApiRequest request;
   request.endpoint = endpoint;
-  if (auto error = Reader(endpoint, limits, request).read(std::get<Json>(json))) return *error;
+  KIPP_TRY(Reader(endpoint, limits, request).read(json.value()));
   return request;
 }
 
-std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
-                                                     const ApiLimits& limits) {
-  auto read = read_api_request(endpoint, body, limits);
-  if (auto* request = std::get_if<ApiRequest>(&read))
-    if (auto error = compile_constraints(*request)) return *error;
-  return read;
+ApiResult<ApiRequest> parse_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits) {
+  KIPP_ASSIGN(ApiRequest request, read_api_request(endpoint, body, limits));
+  KIPP_TRY(compile_constraints(request));
+  return request;
 }
 
 SamplingParams sampling_for(const ApiRequest& request, const SamplingParams& defaults) {

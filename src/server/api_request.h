@@ -112,28 +112,27 @@ struct ApiRequest {
 
 // A request body as JSON (empty, too deeply nested or malformed bodies are refused), in the
 // client's key order.
-std::variant<nlohmann::ordered_json, ApiError> parse_request_json(std::string_view body, const ApiLimits& limits);
+ApiResult<nlohmann::ordered_json> parse_request_json(std::string_view body, const ApiLimits& limits);
 
 // Reads and checks one request body for `endpoint` (completions or chat), leaving its constraint
 // uncompiled.
-std::variant<ApiRequest, ApiError> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits);
+ApiResult<ApiRequest> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits);
 // read_api_request, then compile_constraints.
-std::variant<ApiRequest, ApiError> parse_api_request(Endpoint endpoint, std::string_view body,
-                                                     const ApiLimits& limits);
+ApiResult<ApiRequest> parse_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits);
 
 // Whether a request read has a constraint to compile: its own schema or grammar, or a call that
 // tool_choice forces.
 bool has_constraints(const ApiRequest& request);
 // Compiles the request's constraint into request.structured, then the call tool_choice forces; an
 // error names the field and the limit or keyword. Costs up to the grammar limits' worth of time.
-std::optional<ApiError> compile_constraints(ApiRequest& request);
+ApiStatus compile_constraints(ApiRequest& request);
 
 
 // A field the endpoint does not read: listed as ignored under ApiLimits::ignore_unknown_fields,
 // else refused as "not supported" (`known`: a field of the API that Kipp does not implement) or
 // as "not a field of `route`".
-std::optional<ApiError> unknown_field(const std::string& key, bool known, const std::string& route,
-                                      const ApiLimits& limits, ApiRequest& request);
+ApiStatus unknown_field(const std::string& key, bool known, const std::string& route,
+                        const ApiLimits& limits, ApiRequest& request);
 
 // The thinking budget a reasoning effort stands for (both APIs' names: none, minimal, low, medium,
 // high, xhigh, max; max is no budget at all). False for a name that is not an effort.

@@ -91,11 +91,10 @@ void ApiServer::serve(Pending pending) {
                                                                 : Endpoint::messages;
   const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
   if (!pending.read) {
-    auto read = std::make_unique<ReadBody>();
-    if (auto error = read_request(endpoint, pending.request, pending.route == Route::count_tokens, *read))
-      return reject(pending.exchange, *error, {}, dialect);
-    if (has_constraints(read->request)) {
-      pending.read = std::move(read);
+    auto read = read_request(endpoint, pending.request, pending.route == Route::count_tokens);
+    if (!read.ok()) return reject(pending.exchange, read.error(), {}, dialect);
+    pending.read = std::move(read.value());
+    if (has_constraints(pending.read->request)) {
       {
         std::lock_guard lock(pending_mutex_);
         to_compile_.jobs.push_back(std::move(pending));
@@ -103,9 +102,8 @@ void ApiServer::serve(Pending pending) {
       to_compile_.ready.notify_one();
       return;
     }
-    pending.read = std::move(read);
-  } else if (auto error = compile_constraints(pending.read->request)) {
-    return reject(pending.exchange, *error, {}, dialect);
+  } else if (auto compiled = compile_constraints(pending.read->request); !compiled.ok()) {
+    return reject(pending.exchange, compiled.error(), {}, dialect);
   }
   if (pending.route == Route::count_tokens)
     return pending.exchange->respond(json_response(200, {{"input_tokens", pending.read->prompts.front().size()}}));
@@ -226,7 +224,8 @@ void ApiServer::answer_props(const std::shared_ptr<HttpExchange>& exchange) {
       200, props_json({config_.chat_template, config_.model_names, config_.context, config_.max_sequences})));
 }
 
-std::optional<ApiError> ApiServer::prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const {
+ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest& request) const {
+  std::vector<std::vector<uint32_t>> prompts;
   std::vector<std::string> texts;  // to tokenize, with their field for errors
   std::vector<std::string> fields;
   if (request.endpoint != Endpoint::completions) {
@@ -257,17 +256,16 @@ std::optional<ApiError> ApiServer::prompts_for(ApiRequest& request, std::vector<
     }
     if (prompts[i].empty()) return ApiError{400, fields[i] + ": is empty (at least one token is needed)", "prompt"};
   }
-  return std::nullopt;
+  return prompts;
 }
 
 // A request body read for its endpoint, the model it names checked, its prompts tokenized.
-std::optional<ApiError> ApiServer::read_request(Endpoint endpoint, const HttpRequest& http, bool count_only,
-                                                ReadBody& read) const {
-  auto parsed = endpoint == Endpoint::messages ? read_anthropic_request(http.body, limits_, count_only)
-                                               : read_api_request(endpoint, http.body, limits_);
-  if (auto* error = std::get_if<ApiError>(&parsed)) return *error;
-  ApiRequest& request = read.request;
-  request = std::move(std::get<ApiRequest>(parsed));
+ApiResult<std::unique_ptr<ApiServer::ReadBody>> ApiServer::read_request(Endpoint endpoint, const HttpRequest& http,
+                                                                        bool count_only) const {
+  auto read = std::make_unique<ReadBody>();
+  KIPP_ASSIGN(read->request, endpoint == Endpoint::messages ? read_anthropic_request(http.body, limits_, count_only)
+                                                            : read_api_request(endpoint, http.body, limits_));
+  ApiRequest& request = read->request;
   if (!request.ignored_fields.empty()) {
     std::string listed;
     for (const std::string& field : request.ignored_fields) listed += " " + field;
@@ -279,7 +277,8 @@ std::optional<ApiError> ApiServer::read_request(Endpoint endpoint, const HttpReq
     return ApiError{404, "the model `" + request.model + "` does not exist; this server serves " + names, "model",
                     "invalid_request_error", "model_not_found"};
   }
-  return prompts_for(request, read.prompts);
+  KIPP_ASSIGN(read->prompts, prompts_for(request));
+  return read;
 }
 
 void ApiServer::drain() { draining_ = true; }
@@ -288,8 +287,7 @@ std::string ApiServer::agent_reply() const {
   return server::agent_reply({scheduler_.stats(), config_.max_waiting, draining_});
 }
 
-std::variant<CompletionRequest, ApiError> ApiServer::work_for(Endpoint endpoint, const ApiRequest& request,
-                                                            size_t longest) const {
+ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiRequest& request, size_t longest) const {
   const bool chat = endpoint != Endpoint::completions;
   const uint32_t context = config_.context;
   if (longest >= context)
@@ -343,9 +341,9 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   std::vector<std::vector<uint32_t>>& prompts = read.prompts;
   size_t longest = 0;
   for (const std::vector<uint32_t>& prompt : prompts) longest = std::max(longest, prompt.size());
-  std::variant<CompletionRequest, ApiError> planned = work_for(endpoint, request, longest);
-  if (const ApiError* error = std::get_if<ApiError>(&planned)) return refuse(*error);
-  const CompletionRequest& work = std::get<CompletionRequest>(planned);
+  ApiResult<CompletionRequest> planned = work_for(endpoint, request, longest);
+  if (!planned.ok()) return refuse(planned.error());
+  const CompletionRequest& work = planned.value();
 
   const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   AnswerOptions answer;

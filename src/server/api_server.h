@@ -116,11 +116,10 @@ class ApiServer {
   // What a completion asks of the scheduler, all but the prompt: max_tokens within the context
   // (and its default), the sampling with a seed, stops, how the answer opens, the constraint and
   // the tool policy. `longest`: the longest of its prompts, in tokens.
-  std::variant<CompletionRequest, ApiError> work_for(Endpoint endpoint, const ApiRequest& request,
-                                                      size_t longest) const;
-  std::optional<ApiError> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only, ReadBody& read) const;
+  ApiResult<CompletionRequest> work_for(Endpoint endpoint, const ApiRequest& request, size_t longest) const;
+  ApiResult<std::unique_ptr<ReadBody>> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only) const;
   // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
-  std::optional<ApiError> prompts_for(ApiRequest& request, std::vector<std::vector<uint32_t>>& prompts) const;
+  ApiResult<std::vector<std::vector<uint32_t>>> prompts_for(ApiRequest& request) const;
   void reject(const std::shared_ptr<HttpExchange>& exchange, const ApiError& error, HttpHeaders headers = {},
               ApiDialect dialect = ApiDialect::openai);
   bool authorized(const HttpRequest& request) const;

@@ -8,7 +8,8 @@ ApiError field_error(const std::string& field, const std::string& message) {
   return ApiError{400, field + ": " + message, field};
 }
 
-std::variant<int64_t, ApiError> whole_number(const nlohmann::ordered_json& value, const std::string& field, int64_t low, int64_t high) {
+ApiResult<int64_t> whole_number(const nlohmann::ordered_json& value, const std::string& field, int64_t low,
+                                int64_t high) {
   if (value.is_number_integer()) {
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(INT64_MAX))
       return field_error(field, "must be at most " + std::to_string(high));
@@ -28,8 +29,8 @@ std::variant<int64_t, ApiError> whole_number(const nlohmann::ordered_json& value
   return int64_t(number);
 }
 
-std::variant<float, ApiError> real_number(const nlohmann::ordered_json& value, const std::string& field, double low, double high,
-                                          bool open_low) {
+ApiResult<float> real_number(const nlohmann::ordered_json& value, const std::string& field, double low, double high,
+                             bool open_low) {
   if (!value.is_number()) return field_error(field, "must be a number, not " + std::string(value.type_name()));
   const double number = value.get<double>();
   const bool too_low = open_low ? !(number > low) : !(number >= low);
@@ -40,25 +41,25 @@ std::variant<float, ApiError> real_number(const nlohmann::ordered_json& value, c
   return float(number);
 }
 
-std::optional<ApiError> assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
-                                     int64_t high, const std::function<void(int64_t)>& assign) {
+ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
+                       int64_t high, const std::function<void(int64_t)>& assign) {
   auto number = whole_number(value, field, low, high);
-  if (auto* error = std::get_if<ApiError>(&number)) return *error;
-  assign(std::get<int64_t>(number));
-  return std::nullopt;
+  if (!number.ok()) return number.error();
+  assign(number.value());
+  return {};
 }
 
-std::optional<ApiError> assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
-                                    double high, bool open_low, std::optional<float>& target) {
+ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
+                      double high, bool open_low, std::optional<float>& target) {
   auto number = real_number(value, field, low, high, open_low);
-  if (auto* error = std::get_if<ApiError>(&number)) return *error;
-  target = std::get<float>(number);
-  return std::nullopt;
+  if (!number.ok()) return number.error();
+  target = number.value();
+  return {};
 }
 
-std::variant<std::vector<std::string>, ApiError> stop_strings(const nlohmann::ordered_json& value,
-                                                              const std::string& field, uint32_t max_count,
-                                                              uint32_t max_bytes, bool single_allowed) {
+ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value,
+                                                 const std::string& field, uint32_t max_count,
+                                                 uint32_t max_bytes, bool single_allowed) {
   const std::string shape = single_allowed ? "must be a string or an array of strings" : "must be an array of strings";
   std::vector<std::string> stops;
   if (value.is_string() && single_allowed) {

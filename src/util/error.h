@@ -40,11 +40,13 @@ Error limit_exceeded(const Parts&... parts) {
 // Prefixes context to an error on its way up: "model.gguf: " + "bad magic".
 Error with_context(const std::string& context, Error error);
 
-template <class T>
+// A value or the error that prevented it. E is the error type: Error everywhere except the HTTP
+// API layer, whose errors also carry a status code and the field at fault (server/api_error.h).
+template <class T, class E = Error>
 class [[nodiscard]] Result {
  public:
   Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Error error) : state_(std::move(error)) {}  // NOLINT
+  Result(E error) : state_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return state_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -55,25 +57,26 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
 
-  const Error& error() const { return std::get<1>(state_); }
+  const E& error() const { return std::get<1>(state_); }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
-template <>
-class [[nodiscard]] Result<void> {
+template <class E>
+class [[nodiscard]] Result<void, E> {
  public:
   Result() = default;
-  Result(Error error) : error_(std::move(error)) {}  // NOLINT
+  Result(E error) : error_(std::move(error)) {}  // NOLINT
 
   bool ok() const { return !error_.has_value(); }
   explicit operator bool() const { return ok(); }
-  const Error& error() const { return *error_; }
+  const E& error() const { return *error_; }
 
  private:
-  std::optional<Error> error_;
+  std::optional<E> error_;
 };
 
 using Status = Result<void>;
@@ -81,10 +84,10 @@ using Status = Result<void>;
 }  // namespace kipp
 
 // Returns the error of a failed Status/Result from the enclosing function.
-#define KIPP_TRY(expr)                                   \
-  do {                                                   \
-    auto kipp_try_result_ = (expr);                      \
-    if (!kipp_try_result_) return kipp_try_result_.error(); \
+#define KIPP_TRY(expr)                                           \
+  do {                                                           \
+    auto kipp_try_result_ = (expr);                              \
+    if (!kipp_try_result_.ok()) return kipp_try_result_.error(); \
   } while (0)
 
 #define KIPP_CONCAT_INNER(a, b) a##b
@@ -93,5 +96,5 @@ using Status = Result<void>;
 #define KIPP_ASSIGN(decl, expr) KIPP_ASSIGN_IMPL(KIPP_CONCAT(kipp_assign_, __LINE__), decl, expr)
 #define KIPP_ASSIGN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                      \
-  if (!tmp) return tmp.error();           \
+  if (!tmp.ok()) return tmp.error();      \
   decl = std::move(tmp).value()

@@ -15,11 +15,11 @@
 
 namespace {
 
-using kipp::server::ApiError;
 using kipp::server::ApiRequest;
+using kipp::server::ApiResult;
 using kipp::server::Endpoint;
 
-std::variant<ApiRequest, ApiError> read_body(size_t route, std::string_view body) {
+ApiResult<ApiRequest> read_body(size_t route, std::string_view body) {
   kipp::server::ApiLimits limits;
   limits.vocab = kipp::family::vocab;  // kipp serve sets it from the model's tokenizer
   switch (route) {
@@ -36,8 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto input = kipp::fuzz::split_route(data, size, 4);
   if (!input) return 0;
   auto parsed = read_body(input->route, input->body);
-  auto* request = std::get_if<ApiRequest>(&parsed);
-  if (!request) return 0;
+  if (!parsed.ok()) return 0;
+  const ApiRequest* request = &parsed.value();
 
   if (request->endpoint != Endpoint::completions) {
     kipp::ChatOptions options;  // as ApiServer::prompts_for renders

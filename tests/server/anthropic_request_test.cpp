@@ -38,9 +38,9 @@ std::string rendered(const ApiRequest& request) {
   return prompt ? *prompt : "";
 }
 
-ApiRequest must_parse(std::variant<ApiRequest, ApiError> parsed, const std::string& what) {
-  if (auto* error = std::get_if<ApiError>(&parsed)) ADD_FAILURE() << what << ": " << error->message;
-  return std::holds_alternative<ApiRequest>(parsed) ? std::get<ApiRequest>(parsed) : ApiRequest{};
+ApiRequest must_parse(ApiResult<ApiRequest> parsed, const std::string& what) {
+  if (!parsed.ok()) ADD_FAILURE() << what << ": " << parsed.error().message;
+  return parsed.ok() ? parsed.value() : ApiRequest{};
 }
 
 TEST(AnthropicRequest, EveryFixtureConversationRendersAsItsOpenAiTwin) {
@@ -72,9 +72,9 @@ ApiRequest parse_fields(const std::string& fields) {
 
 void expect_field_error(const std::string& body, const std::string& param, bool count_tokens = false) {
   auto parsed = parse_anthropic_request(body, limits(), count_tokens);
-  ASSERT_TRUE(std::holds_alternative<ApiError>(parsed)) << "accepted: " << body;
-  EXPECT_EQ(std::get<ApiError>(parsed).status, 400) << body;
-  EXPECT_EQ(std::get<ApiError>(parsed).param, param) << std::get<ApiError>(parsed).message;
+  ASSERT_TRUE(!parsed.ok()) << "accepted: " << body;
+  EXPECT_EQ(parsed.error().status, 400) << body;
+  EXPECT_EQ(parsed.error().param, param) << parsed.error().message;
 }
 
 std::string with(const std::string& fields) {

@@ -22,14 +22,14 @@ ApiLimits limits() {
   return l;
 }
 
-std::variant<ApiRequest, ApiError> parse(Endpoint endpoint, const std::string& body) {
+ApiResult<ApiRequest> parse(Endpoint endpoint, const std::string& body) {
   return parse_api_request(endpoint, body, limits());
 }
 
 // The error a body gets; fails the test if it is accepted.
 ApiError error_of(Endpoint endpoint, const std::string& body) {
   auto result = parse(endpoint, body);
-  if (auto* error = std::get_if<ApiError>(&result)) return *error;
+  if (!result.ok()) return result.error();
   ADD_FAILURE() << "accepted: " << body;
   return ApiError{0, ""};
 }
@@ -57,8 +57,8 @@ TEST(ApiRequest, ReadsEveryImplementedField) {
                           "logit_bias":{"42":-100,"7":3.5},"seed":-3,"stop":["a","bc"],"stream":true,
                           "stream_options":{"include_usage":true},"logprobs":4,"user":"x","store":true,
                           "metadata":{"k":"v"},"service_tier":"auto","suffix":null})");
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(result)) << std::get<ApiError>(result).message;
-  const ApiRequest& r = std::get<ApiRequest>(result);
+  ASSERT_TRUE(result.ok()) << result.error().message;
+  const ApiRequest& r = result.value();
   ASSERT_EQ(r.prompts.size(), 1u);
   EXPECT_EQ(r.prompts[0].ids, (std::vector<uint32_t>{1, 2, 3}));
   EXPECT_EQ(r.max_tokens, 7u);
@@ -77,17 +77,17 @@ TEST(ApiRequest, ReadsEveryImplementedField) {
 
   auto chat = parse(Endpoint::chat, chat_with(R"("max_completion_tokens":5,"logprobs":true,"top_logprobs":20,
                                                "chat_template_kwargs":{"enable_thinking":false})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(chat)) << std::get<ApiError>(chat).message;
-  EXPECT_EQ(std::get<ApiRequest>(chat).max_tokens, 5u);
-  EXPECT_EQ(std::get<ApiRequest>(chat).enable_thinking, false);
-  EXPECT_EQ(std::get<ApiRequest>(chat).top_logprobs, 20u);
+  ASSERT_TRUE(chat.ok()) << chat.error().message;
+  EXPECT_EQ(chat.value().max_tokens, 5u);
+  EXPECT_EQ(chat.value().enable_thinking, false);
+  EXPECT_EQ(chat.value().top_logprobs, 20u);
 }
 
 TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   auto schema = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
       {"name":"n","strict":true,"schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(schema)) << std::get<ApiError>(schema).message;
-  const auto& structured = std::get<ApiRequest>(schema).structured;
+  ASSERT_TRUE(schema.ok()) << schema.error().message;
+  const auto& structured = schema.value().structured;
   ASSERT_TRUE(structured.has_value());
   EXPECT_EQ(structured->field, "response_format.json_schema.schema");
   EXPECT_GT(structured->automaton->grammar().rules.size(), 1u);
@@ -96,9 +96,9 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   // OpenAI's default is strict: false: what cannot be enforced is listed, not refused.
   auto lenient = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
       {"name":"n","schema":{"type":"array","uniqueItems":true}}})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(lenient)) << std::get<ApiError>(lenient).message;
-  ASSERT_EQ(std::get<ApiRequest>(lenient).structured->unenforced.size(), 1u);
-  EXPECT_EQ(std::get<ApiRequest>(lenient).structured->unenforced[0].keyword, "uniqueItems");
+  ASSERT_TRUE(lenient.ok()) << lenient.error().message;
+  ASSERT_EQ(lenient.value().structured->unenforced.size(), 1u);
+  EXPECT_EQ(lenient.value().structured->unenforced[0].keyword, "uniqueItems");
 
   const ApiError strict = error_of(Endpoint::chat, chat_with(R"("response_format":{"type":"json_schema","json_schema":
       {"name":"n","strict":true,"schema":{"type":"array","uniqueItems":true}}})"));
@@ -107,14 +107,14 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   EXPECT_NE(strict.message.find("keyword 'uniqueItems' at /"), std::string::npos) << strict.message;
 
   auto text = parse(Endpoint::chat, chat_with(R"("response_format":{"type":"text"})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(text));
-  EXPECT_FALSE(std::get<ApiRequest>(text).structured.has_value());
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text.value().structured.has_value());
 
   auto gbnf = parse(Endpoint::completions, completion_with(R"("grammar":"root ::= \"a\" | \"b\"")"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(gbnf)) << std::get<ApiError>(gbnf).message;
-  EXPECT_EQ(std::get<ApiRequest>(gbnf).structured->field, "grammar");
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().message;
+  EXPECT_EQ(gbnf.value().structured->field, "grammar");
   auto llama_schema = parse(Endpoint::completions, completion_with(R"("json_schema":{"type":"boolean"})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(llama_schema)) << std::get<ApiError>(llama_schema).message;
+  ASSERT_TRUE(llama_schema.ok()) << llama_schema.error().message;
 
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object"},"grammar":"root ::= \"a\"")"),
                      "grammar");  // keys are read in the client's order: the second names the clash
@@ -132,38 +132,38 @@ TEST(ApiRequest, ReadingLeavesTheConstraintForCompiling) {
   const std::string body = chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,
       "schema":{"type":"string","pattern":")" + deep + R"("}}})");
   auto read = read_api_request(Endpoint::chat, body, limits());
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(read)) << std::get<ApiError>(read).message;
-  ApiRequest& request = std::get<ApiRequest>(read);
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  ApiRequest& request = read.value();
   EXPECT_FALSE(request.structured.has_value());
   ASSERT_TRUE(request.constraint.has_value());
   EXPECT_EQ(request.constraint->field, "response_format.json_schema.schema");
   EXPECT_TRUE(has_constraints(request));
   const auto refused = compile_constraints(request);
-  ASSERT_TRUE(refused.has_value());
-  EXPECT_EQ(refused->param, "response_format.json_schema.schema");
-  EXPECT_NE(refused->message.find("limit of 64"), std::string::npos) << refused->message;
-  EXPECT_EQ(error_of(Endpoint::chat, body).message, refused->message);  // parse_api_request: both steps
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().param, "response_format.json_schema.schema");
+  EXPECT_NE(refused.error().message.find("limit of 64"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(error_of(Endpoint::chat, body).message, refused.error().message);  // parse_api_request: both steps
 
   // A forced call is a constraint too; a plain request has none.
   auto forced = read_api_request(Endpoint::chat, chat_with(R"("tools":[{"type":"function","function":{"name":"f",
       "parameters":{"type":"object"}}}],"tool_choice":"required")"), limits());
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(forced)) << std::get<ApiError>(forced).message;
-  EXPECT_TRUE(has_constraints(std::get<ApiRequest>(forced)));
-  EXPECT_FALSE(compile_constraints(std::get<ApiRequest>(forced)).has_value());
-  ASSERT_TRUE(std::get<ApiRequest>(forced).structured.has_value());
-  EXPECT_TRUE(std::get<ApiRequest>(forced).structured->tool_call);
+  ASSERT_TRUE(forced.ok()) << forced.error().message;
+  EXPECT_TRUE(has_constraints(forced.value()));
+  EXPECT_TRUE(compile_constraints(forced.value()).ok());
+  ASSERT_TRUE(forced.value().structured.has_value());
+  EXPECT_TRUE(forced.value().structured->tool_call);
   auto plain = read_api_request(Endpoint::chat, chat_with(""), limits());
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(plain)) << std::get<ApiError>(plain).message;
-  EXPECT_FALSE(has_constraints(std::get<ApiRequest>(plain)));
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(has_constraints(plain.value()));
 }
 
 TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
   auto chat = parse(Endpoint::chat, chat_with(R"("prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
                                               R"("safety_identifier":"s","stream":true,)"
                                               R"("stream_options":{"include_usage":true,"include_obfuscation":false})"));
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(chat)) << std::get<ApiError>(chat).message;
-  EXPECT_TRUE(std::get<ApiRequest>(chat).include_usage);
-  EXPECT_TRUE(std::get<ApiRequest>(chat).ignored_fields.empty());
+  ASSERT_TRUE(chat.ok()) << chat.error().message;
+  EXPECT_TRUE(chat.value().include_usage);
+  EXPECT_TRUE(chat.value().ignored_fields.empty());
   for (const char* changes : {R"("verbosity":"low")", R"("audio":{})"})
     EXPECT_EQ(error_of(Endpoint::chat, chat_with(changes)).status, 400) << changes;
 }
@@ -171,8 +171,8 @@ TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
 TEST(ApiRequest, ThinkingBudgetsComeFromTheKippFieldOrTheReasoningEffort) {
   auto budget_of = [](const std::string& fields) {
     auto parsed = parse(Endpoint::chat, chat_with(fields));
-    EXPECT_TRUE(std::holds_alternative<ApiRequest>(parsed)) << fields;
-    return std::holds_alternative<ApiRequest>(parsed) ? std::get<ApiRequest>(parsed).thinking_budget : std::nullopt;
+    EXPECT_TRUE(parsed.ok()) << fields;
+    return parsed.ok() ? parsed.value().thinking_budget : std::nullopt;
   };
   EXPECT_EQ(budget_of(R"("thinking_budget":77)"), 77u);
   EXPECT_EQ(budget_of(R"("reasoning_effort":"none")"), 0u);
@@ -191,14 +191,14 @@ TEST(ApiRequest, IgnoreUnknownFieldsAcceptsAndListsThem) {
   ApiLimits lenient = limits();
   lenient.ignore_unknown_fields = true;
   auto parsed = parse_api_request(Endpoint::completions, completion_with(R"("echo":true,"foo":{"x":1},"n":2)"), lenient);
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(parsed)) << std::get<ApiError>(parsed).message;
-  const ApiRequest& request = std::get<ApiRequest>(parsed);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  const ApiRequest& request = parsed.value();
   EXPECT_EQ(request.ignored_fields, (std::vector<std::string>{"echo", "foo"}));
   EXPECT_EQ(request.n, 2u);  // the known fields are read as always
   // Fields Kipp knows are still checked.
   auto bad = parse_api_request(Endpoint::completions, completion_with(R"("foo":1,"n":0)"), lenient);
-  ASSERT_TRUE(std::holds_alternative<ApiError>(bad));
-  EXPECT_EQ(std::get<ApiError>(bad).param, "n");
+  ASSERT_TRUE(!bad.ok());
+  EXPECT_EQ(bad.error().param, "n");
 }
 
 TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
@@ -241,8 +241,8 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
     expect_field_error(C, R"({"model":"m","prompt":)" + std::string(ids) + "}", "prompt");
   // Several prompts, strings and id arrays mixed, are read in order.
   auto several = parse(C, R"({"model":"m","prompt":["a",[1,2],"b"]})");
-  ASSERT_TRUE(std::holds_alternative<ApiRequest>(several)) << std::get<ApiError>(several).message;
-  const auto& prompts = std::get<ApiRequest>(several).prompts;
+  ASSERT_TRUE(several.ok()) << several.error().message;
+  const auto& prompts = several.value().prompts;
   ASSERT_EQ(prompts.size(), 3u);
   EXPECT_EQ(prompts[0].text, "a");
   EXPECT_EQ(prompts[1].ids, (std::vector<uint32_t>{1, 2}));
@@ -313,8 +313,8 @@ TEST(ApiRequest, MembersAreCountedPerObjectOutsideStrings) {
   for (int i = 0; i < 1025; ++i) body += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
   body += "}}";
   auto request = parse_api_request(Endpoint::completions, body, ApiLimits{.vocab = 151936});
-  ASSERT_TRUE(std::holds_alternative<ApiError>(request));
-  EXPECT_NE(std::get<ApiError>(request).message.find("more than the limit of 1024 members"), std::string::npos);
+  ASSERT_TRUE(!request.ok());
+  EXPECT_NE(request.error().message.find("more than the limit of 1024 members"), std::string::npos);
 }
 
 // Seeded mutations of valid bodies: the reader never crashes, and whatever it accepts is in range.
@@ -341,7 +341,8 @@ TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
     }
     const Endpoint endpoint = body.find("messages") != std::string::npos ? Endpoint::chat : Endpoint::completions;
     auto result = parse(endpoint, body);
-    if (auto* request = std::get_if<ApiRequest>(&result)) {
+    if (result.ok()) {
+      const ApiRequest* request = &result.value();
       ++accepted;
       EXPECT_GE(request->n, 1u);
       EXPECT_LE(request->n, 8u);
@@ -353,7 +354,7 @@ TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
       EXPECT_TRUE(temperature >= 0 && temperature <= 2);
       EXPECT_LE(request->stop.size(), 4u);
     } else {
-      EXPECT_EQ(std::get<ApiError>(result).status, 400);
+      EXPECT_EQ(result.error().status, 400);
     }
   }
   EXPECT_GT(accepted, 100u) << "the mutations reach the field checks, not only the JSON parser";
