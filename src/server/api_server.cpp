@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <random>
-#include <variant>
 
 #include "chat/reasoning_split.h"
 #include "chat/tool_calls.h"
+#include "scheduler/completion_plan.h"
 #include "server/agent_port.h"
 #include "server/anthropic_request.h"
 #include "server/anthropic_responder.h"
@@ -288,47 +287,45 @@ std::string ApiServer::agent_reply() const {
 }
 
 ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiRequest& request, size_t longest) const {
-  const bool chat = endpoint != Endpoint::completions;
-  const uint32_t context = config_.context;
-  if (longest >= context)
-    return ApiError{400,
-                    "the prompt has " + std::to_string(longest) + " tokens; the context holds " +
-                        std::to_string(context) + " (n_prompt_tokens " + std::to_string(longest) + ", n_ctx " +
-                        std::to_string(context) + ")",
-                    chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"};
-  // OpenAI's defaults: 16 tokens for completions; for chat, the rest of the context, or of the
-  // KV pool when that is smaller (a request must fit the pool to be admitted at all). Anthropic
-  // requires max_tokens.
-  const uint32_t room = std::min(context, config_.pool_positions);
-  const uint32_t max_tokens =
-      request.max_tokens.value_or(chat ? (room > longest ? room - uint32_t(longest) : 1) : 16);
-  if (longest + uint64_t(max_tokens) > context)
-    return ApiError{400,
-                    "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" +
-                        std::to_string(max_tokens) + ") exceeds the context of " + std::to_string(context) + " tokens",
-                    "max_tokens", "invalid_request_error", "context_length_exceeded"};
-
-  CompletionRequest work;
-  work.max_tokens = max_tokens;
-  work.n = request.n;
-  work.sampling = sampling_for(request, recommended_sampling(config_.variant));
-  if (!request.seed) work.sampling.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  if (auto ok = validate(work.sampling, limits_.vocab); !ok) return ApiError{400, ok.error().message, ""};
-  work.stop = request.stop;
-  work.logprobs = request.logprobs;
-  work.top_logprobs = request.top_logprobs;
-  const bool thinking = request.enable_thinking.value_or(true);
-  work.answer_start = chat ? chat_answer_start(config_.variant, thinking) : AnswerStart::at_once;
-  work.thinking_budget = request.thinking_budget;
+  CompletionAsk ask;
+  ask.chat = endpoint != Endpoint::completions;
+  ask.longest_prompt = longest;
+  ask.max_tokens = request.max_tokens;
+  ask.n = request.n;
+  ask.sampling = sampling_for(request, recommended_sampling(config_.variant));
+  ask.seeded = request.seed.has_value();
+  ask.stop = request.stop;
+  ask.logprobs = request.logprobs;
+  ask.top_logprobs = request.top_logprobs;
+  ask.thinking = request.enable_thinking.value_or(true);
+  ask.thinking_budget = request.thinking_budget;
   if (request.structured) {
-    work.constraint = request.structured->automaton;
-    if (request.structured->tool_call)
-      work.grammar_frame = TokenFrame{tool_tokens_->open, tool_tokens_->close,
-                                      request.parallel_tool_calls && request.tool_choice == ToolChoice::required};
+    ask.constraint = request.structured->automaton;
+    ask.constraint_is_call = request.structured->tool_call;
+    ask.calls_repeat = request.parallel_tool_calls && request.tool_choice == ToolChoice::required;
   }
-  // tool_choice "none": the tools are shown, but the token that opens a call is never sampled.
-  if (request.tool_choice == ToolChoice::none && tool_tokens_) work.sampling.banned.push_back(tool_tokens_->open);
-  return work;
+  ask.calls_banned = request.tool_choice == ToolChoice::none;
+
+  ServingLimits serving;
+  serving.variant = config_.variant;
+  serving.context = config_.context;
+  serving.pool_positions = config_.pool_positions;
+  serving.vocab = limits_.vocab;
+  if (tool_tokens_) serving.call_tokens = std::pair{tool_tokens_->open, tool_tokens_->close};
+
+  auto planned = plan_completion(ask, serving);
+  if (planned.ok()) return std::move(planned).value();
+  const CompletionRefusal& refusal = planned.error();
+  switch (refusal.reason) {
+    case CompletionRefusal::Reason::prompt_too_long:
+      return ApiError{400, refusal.message, ask.chat ? "messages" : "prompt", "invalid_request_error",
+                      "context_length_exceeded"};
+    case CompletionRefusal::Reason::answer_too_long:
+      return ApiError{400, refusal.message, "max_tokens", "invalid_request_error", "context_length_exceeded"};
+    case CompletionRefusal::Reason::invalid_sampling:
+      break;
+  }
+  return ApiError{400, refusal.message, ""};
 }
 
 void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,

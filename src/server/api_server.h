@@ -14,7 +14,6 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <variant>
 
 #include "chat/tool_calls.h"
 #include "registry/registry.h"
@@ -113,9 +112,9 @@ class ApiServer {
   void serve(Pending pending);
   void completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,
                   const std::shared_ptr<Taken>& taken);
-  // What a completion asks of the scheduler, all but the prompt: max_tokens within the context
-  // (and its default), the sampling with a seed, stops, how the answer opens, the constraint and
-  // the tool policy. `longest`: the longest of its prompts, in tokens.
+  // What a completion asks of the scheduler, all but the prompt: the request's fields as a
+  // CompletionAsk, planned by plan_completion (the serving policy), and a refusal as this API's
+  // error with the field at fault. `longest`: the longest of its prompts, in tokens.
   ApiResult<CompletionRequest> work_for(Endpoint endpoint, const ApiRequest& request, size_t longest) const;
   ApiResult<std::unique_ptr<ReadBody>> read_request(Endpoint endpoint, const HttpRequest& http, bool count_only) const;
   // The prompts' token ids: the rendered conversation (chat), or each prompt (completions).
