@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debian_packages=(
-  cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
+  cmake ninja-build g++ clang libclang-rt-14-dev clang-format pkg-config
   libgtest-dev
   nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
   libutf8proc-dev libpcre2-dev libboost-dev

@@ -28,7 +28,7 @@ unsigned default_cpu_threads() { return cpu::physical_cores(); }
 static bool cuda_linked() { return true; }
 #else
 [[gnu::weak]] Result<std::unique_ptr<BackendModel>> create_cuda_backend(const ModelFile& model,
-                                                                       const BackendOptions& options);
+                                                                        const BackendOptions& options);
 static bool cuda_linked() { return &create_cuda_backend != nullptr; }
 #endif
 

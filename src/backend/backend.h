@@ -37,9 +37,9 @@ std::string_view kv_format_name(KvFormat format);
 class BackendSession {
  public:
   virtual ~BackendSession() = default;
-  virtual uint32_t capacity() const = 0;  // positions the session can hold
-  virtual uint32_t length() const = 0;    // positions in its KV cache
-  virtual void reset() = 0;               // length 0; capacity kept
+  virtual uint32_t capacity() const = 0;         // positions the session can hold
+  virtual uint32_t length() const = 0;           // positions in its KV cache
+  virtual void reset() = 0;                      // length 0; capacity kept
   virtual Status truncate(uint32_t length) = 0;  // keep the first `length` positions
   // A pooled, empty session takes on `length` positions that already sit in the shared pool under
   // the block table its next items will carry: a reused prefix (whole blocks adopted, and maybe
@@ -113,12 +113,12 @@ class BackendModel {
 Status destroy_backend(std::unique_ptr<BackendModel>& model);
 
 // The readable scalar oracle: FP32 activations, sequential FP32 accumulation, KV in `kv_cache`.
-Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model, KvFormat kv_cache = KvFormat::bf16);
-
+Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& model,
+                                                             KvFormat kv_cache = KvFormat::bf16);
 
 struct BackendOptions {
-  unsigned threads = 0;           // CPU threads; 0 = one per physical core
-  bool int8_activations = false;  // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
+  unsigned threads = 0;                // CPU threads; 0 = one per physical core
+  bool int8_activations = false;       // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
   KvFormat kv_cache = KvFormat::bf16;  // cpu and cpu-ref; cuda stores BF16 only
   // cpu: "portable", "avx2", "avx512" or "amx" runs that kernel set (one the processor supports;
   // on processors other than x86-64, only portable); empty runs the best it supports

@@ -60,7 +60,8 @@ Status EvalChecker::check_block_ownership(std::span<const EvalItem> items) {
     const BlockUse& a = uses_[u - 1];
     const BlockUse& b = uses_[u];
     if (a.store != b.store || a.block != b.block) continue;
-    if (a.item == b.item) return fail("eval item ", a.item, ": physical block ", a.block, " appears twice in its table");
+    if (a.item == b.item)
+      return fail("eval item ", a.item, ": physical block ", a.block, " appears twice in its table");
     if (a.written || b.written)
       return fail("eval items ", a.item, " and ", b.item, " both use physical block ", a.block, ", which ",
                   a.written ? a.item : b.item, " writes");

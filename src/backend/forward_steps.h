@@ -27,9 +27,10 @@ enum class ForwardStep : uint8_t {
   logits,         // the output head: [vocab]
 };
 
-inline constexpr std::array<std::string_view, 11> kForwardStepNames = {
-    "embedding", "attn_norm", "q_rope",   "k_rope",     "attention", "attn_residual",
-    "ffn_norm",  "ffn_out",   "residual", "final_norm", "logits"};
+inline constexpr std::array<std::string_view, 11> kForwardStepNames = {"embedding",  "attn_norm", "q_rope",
+                                                                       "k_rope",     "attention", "attn_residual",
+                                                                       "ffn_norm",   "ffn_out",   "residual",
+                                                                       "final_norm", "logits"};
 
 inline std::string_view forward_step_name(ForwardStep step) { return kForwardStepNames[size_t(step)]; }
 

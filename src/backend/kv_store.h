@@ -41,8 +41,12 @@ class KvStore {
 
   std::byte* k_row(uint32_t layer, uint32_t block, uint32_t slot) { return &k_[offset(layer, block, slot)]; }
   std::byte* v_row(uint32_t layer, uint32_t block, uint32_t slot) { return &v_[offset(layer, block, slot)]; }
-  const std::byte* k_row(uint32_t layer, uint32_t block, uint32_t slot) const { return &k_[offset(layer, block, slot)]; }
-  const std::byte* v_row(uint32_t layer, uint32_t block, uint32_t slot) const { return &v_[offset(layer, block, slot)]; }
+  const std::byte* k_row(uint32_t layer, uint32_t block, uint32_t slot) const {
+    return &k_[offset(layer, block, slot)];
+  }
+  const std::byte* v_row(uint32_t layer, uint32_t block, uint32_t slot) const {
+    return &v_[offset(layer, block, slot)];
+  }
 
  private:
   size_t offset(uint32_t layer, uint32_t block, uint32_t slot) const {

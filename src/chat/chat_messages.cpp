@@ -27,7 +27,8 @@ Result<std::string> read_content(const Json& m, const std::string& where, const 
       return fail(at, ": a content part must be an object with a string type");
     const std::string type = part["type"].get<std::string>();
     if (type != "text")
-      return fail(at, ": content parts of type '", type, "' are not supported (only text: these checkpoints read text)");
+      return fail(at, ": content parts of type '", type,
+                  "' are not supported (only text: these checkpoints read text)");
     if (!part.contains("text") || !part["text"].is_string()) return fail(at, ".text: must be a string");
     if (j > 0) joined += '\n';
     joined += part["text"].get<std::string>();

@@ -73,10 +73,8 @@ void ReasoningSplitter::drain(std::string& reasoning, std::string& content) {
 }
 
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
-  if (state_ == State::reasoning)
-    reasoning += held_;
-  else
-    content += held_;
+  if (state_ == State::reasoning) reasoning += held_;
+  else content += held_;
   held_.clear();
 }
 

@@ -37,7 +37,10 @@ Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const 
 
 ToolCallExtractor::ToolCallExtractor(uint32_t open_token, uint32_t close_token, std::string open_tag,
                                      std::string close_tag)
-    : open_token_(open_token), close_token_(close_token), open_tag_(std::move(open_tag)), close_tag_(std::move(close_tag)) {}
+    : open_token_(open_token),
+      close_token_(close_token),
+      open_tag_(std::move(open_tag)),
+      close_tag_(std::move(close_tag)) {}
 
 void ToolCallExtractor::push(std::string_view text, std::span<const AddedTokenMark> marks, Output& out) {
   for (const AddedTokenMark& mark : marks)
@@ -70,7 +73,8 @@ void ToolCallExtractor::drain(Output& out) {
       }
       continue;
     }
-    const size_t until = marks_.empty() ? buffer_.size() : std::min(buffer_.size(), marks_.front().offset - buffer_offset_);
+    const size_t until =
+        marks_.empty() ? buffer_.size() : std::min(buffer_.size(), marks_.front().offset - buffer_offset_);
     plain(std::string_view(buffer_).substr(0, until), out);
     buffer_.erase(0, until);
     buffer_offset_ += until;

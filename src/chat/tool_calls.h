@@ -55,9 +55,9 @@ class ToolCallExtractor {
       : ToolCallExtractor(tokens.open, tokens.close, tokens.open_tag, tokens.close_tag) {}
 
   struct Output {
-    std::string text;             // not part of any call, in order
+    std::string text;                 // not part of any call, in order
     std::vector<ChatToolCall> calls;  // completed calls, in order; arguments as json.dumps writes them
-    uint32_t unparsed = 0;        // calls handed on as text
+    uint32_t unparsed = 0;            // calls handed on as text
   };
   // `text` continues the answer; `marks` are the added tokens decoded since the last push (their
   // offsets from the answer's start; a mark may come before its text does).

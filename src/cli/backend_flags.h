@@ -18,7 +18,7 @@ std::string backend_flag_help(std::string_view default_name);
 
 struct BackendFlags {
   std::string name = std::string(backend_names()[0]);  // set another default before add_to
-  unsigned threads = 0;  // 0: one per physical core
+  unsigned threads = 0;                                // 0: one per physical core
   bool int8_activations = false;
   std::string kv_cache_name = "bf16";  // --kv-cache: bf16 or q8_0
   std::string cpu_isa = {};            // --cpu-isa: empty for the best the processor has

@@ -38,9 +38,7 @@ struct BenchArgs {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 std::vector<uint32_t> random_ids(uint32_t count, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -77,8 +75,7 @@ class Bench {
       for (size_t s = 0; s < sessions.size(); ++s) {
         const float* row = logits.data() + s * vocab;
         next[s] = uint32_t(std::max_element(row, row + vocab) - row);
-        items[s] = {sessions[s].get(), std::span(&next[s], 1), sessions[s]->length(), 1, logits.data() + s * vocab,
-                    {}};
+        items[s] = {sessions[s].get(), std::span(&next[s], 1), sessions[s]->length(), 1, logits.data() + s * vocab, {}};
       }
       KIPP_TRY(backend_.eval(items));
     }
@@ -151,8 +148,8 @@ Status check(const BenchArgs& args) {
 }
 
 // Prefill of the prompt, then decode from an empty context, `reps` times over one session.
-Status measure_fresh(Bench& bench, BackendSession& session, const BenchArgs& args,
-                     std::span<const uint32_t> prompt, Speeds& speeds) {
+Status measure_fresh(Bench& bench, BackendSession& session, const BenchArgs& args, std::span<const uint32_t> prompt,
+                     Speeds& speeds) {
   for (uint32_t rep = 0; rep < args.reps; ++rep) {
     session.reset();
     KIPP_ASSIGN(double prefill, bench.prefill(session, prompt));
@@ -227,12 +224,19 @@ Footprint measure_footprint(const BackendModel& backend, const ModelFile& model,
 void print_json(const BenchArgs& args, const Checkpoint& c, const BackendModel& backend, const Speeds& speeds,
                 const Footprint& f) {
   const KvFormat kv_format = args.backend.kv_cache();
-  nlohmann::json out = {{"model", args.model}, {"checkpoint", c.id}, {"backend", backend.describe()},
-                        {"prompt_tokens", args.prompt}, {"generated_tokens", args.generate},
-                        {"depth", args.depth}, {"reps", args.reps}, {"load_seconds", summary_json(speeds.loads)},
+  nlohmann::json out = {{"model", args.model},
+                        {"checkpoint", c.id},
+                        {"backend", backend.describe()},
+                        {"prompt_tokens", args.prompt},
+                        {"generated_tokens", args.generate},
+                        {"depth", args.depth},
+                        {"reps", args.reps},
+                        {"load_seconds", summary_json(speeds.loads)},
                         {"prefill_tokens_per_second", summary_json(speeds.prefills)},
-                        {"decode_tokens_per_second", summary_json(speeds.decodes)}, {"peak_rss_bytes", f.peak},
-                        {"kv_cache_bytes", f.kv_bytes}, {"kv_cache_format", kv_format_name(kv_format)},
+                        {"decode_tokens_per_second", summary_json(speeds.decodes)},
+                        {"peak_rss_bytes", f.peak},
+                        {"kv_cache_bytes", f.kv_bytes},
+                        {"kv_cache_format", kv_format_name(kv_format)},
                         {"kv_bytes_per_token", kv_bytes_per_token(c, kv_format)},
                         {"copied_weight_bytes", backend.copied_weight_bytes()},
                         {"memory_beyond_weights_and_kv_bytes", f.other_memory},
@@ -315,8 +319,7 @@ Status run_bench(const BenchArgs& args) {
   const Checkpoint& c = model->checkpoint();
   KIPP_ASSIGN(std::unique_ptr<BackendModel> backend, args.backend.create(*model));
   const uint32_t capacity = std::max(args.prompt, args.depth) + args.generate;
-  if (capacity > c.context)
-    return fail("-p/--depth plus -n is ", capacity, " positions; ", c.id, " holds ", c.context);
+  if (capacity > c.context) return fail("-p/--depth plus -n is ", capacity, " positions; ", c.id, " holds ", c.context);
   Bench bench(*backend, c);
   const std::vector<uint32_t> prompt = random_ids(args.prompt, 1);
   {

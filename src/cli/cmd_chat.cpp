@@ -99,7 +99,7 @@ class AnswerPrinter {
 struct ChatToolSetup {
   std::vector<ChatTool> tools;  // empty: no tools
   ToolCallTokens tokens;
-  bool calls_possible = false;  // tool_choice is not "none"
+  bool calls_possible = false;                  // tool_choice is not "none"
   std::shared_ptr<grammar::TokenMasks> forced;  // required or a named function: every answer is a call
   std::optional<TokenFrame> frame;
 };
@@ -120,7 +120,8 @@ Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokeni
   setup.calls_possible = args.tool_choice != "none";
   if (args.tool_choice == "none") sampling.banned.push_back(setup.tokens.open);
   if (args.tool_choice == "auto" || args.tool_choice == "none") return setup;
-  if (args.constraint.given()) return fail("--tool-choice ", args.tool_choice, " and a schema or grammar cannot both shape the answer");
+  if (args.constraint.given())
+    return fail("--tool-choice ", args.tool_choice, " and a schema or grammar cannot both shape the answer");
   const bool any = args.tool_choice == "required";
   KIPP_ASSIGN(ForcedCall forced, forced_call_schema(setup.tools, any ? "" : args.tool_choice));
   grammar::SchemaOptions options;
@@ -137,8 +138,14 @@ class Chat {
   Chat(const ChatArgs& args, const ModelFile& model, BackendModel& backend, BackendSession& session,
        const Tokenizer& tokenizer, SamplingParams sampling, std::shared_ptr<grammar::TokenMasks> constraint,
        ChatToolSetup tools)
-      : args_(args), c_(model.checkpoint()), backend_(backend), session_(session), tokenizer_(tokenizer),
-        sampling_(std::move(sampling)), stop_ids_(c_.stop_ids()), constraint_(std::move(constraint)),
+      : args_(args),
+        c_(model.checkpoint()),
+        backend_(backend),
+        session_(session),
+        tokenizer_(tokenizer),
+        sampling_(std::move(sampling)),
+        stop_ids_(c_.stop_ids()),
+        constraint_(std::move(constraint)),
         tools_(std::move(tools)) {
     for (const ChatTool& tool : tools_.tools) tool_lines_.push_back(tool.line);
     if (tools_.forced) constraint_ = tools_.forced;
@@ -262,7 +269,7 @@ class Chat {
   SamplingParams sampling_;
   std::vector<uint32_t> stop_ids_;
   std::vector<ChatMessage> messages_;
-  std::vector<uint32_t> cached_;  // the tokens in the session's KV cache, in order
+  std::vector<uint32_t> cached_;                     // the tokens in the session's KV cache, in order
   std::shared_ptr<grammar::TokenMasks> constraint_;  // every answer follows it, when given
   ChatToolSetup tools_;
   std::vector<std::string> tool_lines_;  // as the template prints them

@@ -16,7 +16,8 @@ struct ConvertArgs {
 }  // namespace
 
 Command add_convert_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("convert", "Convert a Hugging Face Qwen3 checkpoint directory to a Kipp GGUF artifact");
+  auto* sub =
+      app.add_subcommand("convert", "Convert a Hugging Face Qwen3 checkpoint directory to a Kipp GGUF artifact");
   auto args = std::make_shared<ConvertArgs>();
   sub->add_option("--checkpoint", args->checkpoint, "Registry id, e.g. qwen3-0.6b")->required();
   sub->add_option("--source", args->source, "Directory with config.json, tokenizer files and safetensors")->required();

@@ -42,8 +42,8 @@ nlohmann::json constraint_json(std::vector<double> seconds) {
   const auto at = [&](double q) { return seconds[std::min(seconds.size() - 1, size_t(q * double(seconds.size())))]; };
   double total = 0;
   for (double s : seconds) total += s;
-  return {{"tokens", seconds.size()}, {"median", at(0.5)}, {"p99", at(0.99)}, {"max", seconds.back()},
-          {"total", total}};
+  return {
+      {"tokens", seconds.size()}, {"median", at(0.5)}, {"p99", at(0.99)}, {"max", seconds.back()}, {"total", total}};
 }
 
 nlohmann::json timings_json(const GenerationTimings& t) {
@@ -121,7 +121,8 @@ Status run_generate(const GenerateArgs& args) {
                g.stop.empty() ? "" : nlohmann::json(g.stop).dump().c_str(),
                static_cast<unsigned long long>(sampling.seed),
                args.speculative ? (" | drafts: " + std::to_string(t.accepted_draft_tokens) + " of " +
-                                   std::to_string(t.draft_tokens) + " accepted").c_str()
+                                   std::to_string(t.draft_tokens) + " accepted")
+                                      .c_str()
                                 : "");
   return {};
 }
@@ -129,7 +130,8 @@ Status run_generate(const GenerateArgs& args) {
 }  // namespace
 
 Command add_generate_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("generate", "Continue a prompt, streaming the text (raw completion, no chat template)");
+  auto* sub =
+      app.add_subcommand("generate", "Continue a prompt, streaming the text (raw completion, no chat template)");
   auto args = std::make_shared<GenerateArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--prompt", args->prompt, "The text to continue")->required();

@@ -35,13 +35,13 @@ struct GrammarArgs {
 
 // Token statistics along a text: its tokens (as the tokenizer splits it) taken one at a time.
 struct TokenStats {
-  size_t vocabulary = 0;           // tokens constrained text can use
+  size_t vocabulary = 0;  // tokens constrained text can use
   size_t allowed_at_start = 0;
   std::vector<size_t> allowed_along;  // before each token of the checked text
-  Summary first_seconds;   // finding a state's token set the first time
-  Summary cached_seconds;  // the same again, from the cache
-  uint64_t most_steps = 0;  // matcher steps the costliest set took (TokenMasks::kMaxStepsPerSet bounds it)
-  bool tokens_allowed = true;      // every token of the text was in its step's set
+  Summary first_seconds;              // finding a state's token set the first time
+  Summary cached_seconds;             // the same again, from the cache
+  uint64_t most_steps = 0;            // matcher steps the costliest set took (TokenMasks::kMaxStepsPerSet bounds it)
+  bool tokens_allowed = true;         // every token of the text was in its step's set
 };
 
 Result<TokenStats> token_stats(const std::string& model_path, grammar::Grammar g, const std::string* text) {
@@ -132,7 +132,8 @@ void print_report(const GrammarArgs& args, const CompiledConstraint& compiled, c
 int run_grammar(const GrammarArgs& args) {
   const auto compile_start = std::chrono::steady_clock::now();
   auto compiled = args.constraint.compile();
-  const double compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
+  const double compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compile_start).count();
   if (!compiled) {
     if (args.json) {
       json::Json out = {{"compiled", false}, {"error", compiled.error().message}};
@@ -163,7 +164,9 @@ int run_grammar(const GrammarArgs& args) {
     if (!automaton) return report(automaton.error());
     auto checked = grammar::check_text(**automaton, *text);
     if (!checked) return report(checked.error());
-    out["check"] = {{"complete", checked->complete}, {"prefix", checked->prefix}, {"valid_bytes", checked->valid_bytes},
+    out["check"] = {{"complete", checked->complete},
+                    {"prefix", checked->prefix},
+                    {"valid_bytes", checked->valid_bytes},
                     {"bytes", text->size()}};
     status = checked->complete ? 0 : 1;
   }
@@ -172,16 +175,15 @@ int run_grammar(const GrammarArgs& args) {
     if (!stats) return report(stats.error());
     out["tokens"] = tokens_json(*stats, text.has_value());
   }
-  if (args.json)
-    std::printf("%s\n", out.dump().c_str());
-  else
-    print_report(args, *compiled, out, text);
+  if (args.json) std::printf("%s\n", out.dump().c_str());
+  else print_report(args, *compiled, out, text);
   return status;
 }
 }  // namespace
 
 Command add_grammar_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("grammar", "Compile a JSON Schema or GBNF grammar without a model, and check a text against it");
+  auto* sub = app.add_subcommand("grammar",
+                                 "Compile a JSON Schema or GBNF grammar without a model, and check a text against it");
   auto args = std::make_shared<GrammarArgs>();
   args->constraint.add_to(*sub);
   sub->add_option("--check", args->check, "A text file: is it a whole sentence of the grammar? (exit 0 yes, 1 no)");

@@ -58,9 +58,9 @@ void print_model_facts(const ValidatedArtifact& artifact) {
   std::printf("parameters       %llu\n", (unsigned long long)c.parameter_count());
   for (const KvFormat format : {KvFormat::bf16, KvFormat::q8_0}) {
     const uint64_t bytes = kv_bytes_per_token(c, format);
-    std::printf("KV bytes/token   %llu (%s K and V, all layers%s); %.1f MiB at full context\n", (unsigned long long)bytes,
-                format == KvFormat::bf16 ? "BF16" : "Q8_0", format == KvFormat::bf16 ? "" : ", --kv-cache q8_0",
-                double(bytes) * c.context / (1 << 20));
+    std::printf("KV bytes/token   %llu (%s K and V, all layers%s); %.1f MiB at full context\n",
+                (unsigned long long)bytes, format == KvFormat::bf16 ? "BF16" : "Q8_0",
+                format == KvFormat::bf16 ? "" : ", --kv-cache q8_0", double(bytes) * c.context / (1 << 20));
   }
   std::printf("tokenizer        %zu tokens, %zu merges, eos %u, chat template %s\n", artifact.tokenizer.tokens.size(),
               artifact.tokenizer.merges.size(), artifact.tokenizer.eos_id,

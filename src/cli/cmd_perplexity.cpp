@@ -40,11 +40,16 @@ Status run_perplexity(const PerplexityArgs& args) {
   const PerplexityResult& r = *result;
   const double speed = r.seconds > 0 ? double(tokens->size()) / r.seconds : 0.0;
   if (args.json) {
-    const nlohmann::json out = {{"model", c.id},           {"backend", backend->describe()},
-                                {"perplexity", r.perplexity}, {"mean_nll", r.mean_nll},
-                                {"tokens", tokens->size()},  {"scored_tokens", r.scored},
-                                {"windows", r.windows},      {"window", args.window},
-                                {"seconds", r.seconds},      {"tokens_per_second", speed}};
+    const nlohmann::json out = {{"model", c.id},
+                                {"backend", backend->describe()},
+                                {"perplexity", r.perplexity},
+                                {"mean_nll", r.mean_nll},
+                                {"tokens", tokens->size()},
+                                {"scored_tokens", r.scored},
+                                {"windows", r.windows},
+                                {"window", args.window},
+                                {"seconds", r.seconds},
+                                {"tokens_per_second", speed}};
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     std::printf("perplexity %.6g over %llu scored tokens (%u windows of up to %u tokens) at %.1f tok/s\n", r.perplexity,

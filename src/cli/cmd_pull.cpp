@@ -19,7 +19,8 @@ namespace kipp::cli {
 
 namespace {
 struct PullArgs {
-  std::string checkpoint, quant = "bf16", head = "bf16", models_dir = pull::kDefaultModelsDir, endpoint, token, hf_cache;
+  std::string checkpoint, quant = "bf16", head = "bf16", models_dir = pull::kDefaultModelsDir, endpoint, token,
+                          hf_cache;
   bool no_hf_cache = false;
 };
 
@@ -64,7 +65,8 @@ bool truthy(std::string value) {
 }  // namespace
 
 Command add_pull_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("pull", "Download a registry checkpoint at its pinned revision, verify it and convert it");
+  auto* sub =
+      app.add_subcommand("pull", "Download a registry checkpoint at its pinned revision, verify it and convert it");
   auto args = std::make_shared<PullArgs>();
   sub->add_option("id", args->checkpoint, "Registry id, e.g. qwen3-0.6b (see `kipp registry`)")->required();
   sub->add_option("--quant", args->quant, "Projection weights: bf16, q8_0 or affine4_gs32")
@@ -98,7 +100,8 @@ Command add_pull_command(CLI::App& app) {
               options.endpoint = environment("HF_ENDPOINT");
             }
             options.token = sub->count("--token") > 0 ? args->token : default_token();
-            if (!args->no_hf_cache) options.hf_cache_dir = sub->count("--hf-cache") > 0 ? args->hf_cache : default_hf_cache();
+            if (!args->no_hf_cache)
+              options.hf_cache_dir = sub->count("--hf-cache") > 0 ? args->hf_cache : default_hf_cache();
             options.offline = truthy(environment("HF_HUB_OFFLINE"));
             options.progress = &progress;
             options.note = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

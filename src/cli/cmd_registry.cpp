@@ -22,8 +22,8 @@ Command add_registry_command(CLI::App& app) {
                         "q_heads", "context", "rope", "tied", "repository@revision");
             for (const Checkpoint& c : all_checkpoints()) {
               std::printf("%-28s %-14s %6u %6u %6u %7u %8u %9.0f %5s  %s@%.12s%s\n", std::string(c.id).c_str(),
-                          std::string(variant_name(c.variant)).c_str(), c.layers, c.hidden, c.ffn, c.q_heads,
-                          c.context, double(c.rope_theta), c.tied ? "yes" : "no", std::string(c.repository).c_str(),
+                          std::string(variant_name(c.variant)).c_str(), c.layers, c.hidden, c.ffn, c.q_heads, c.context,
+                          double(c.rope_theta), c.tied ? "yes" : "no", std::string(c.repository).c_str(),
                           std::string(c.revision).c_str(), c.synthetic ? "  (synthetic test entry)" : "");
             }
             return 0;

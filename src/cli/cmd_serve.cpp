@@ -80,7 +80,8 @@ Result<LoadedModel> load(const ServeArgs& args) {
   options.max_waiting = args.max_waiting;
   options.step_tokens = args.step_tokens;
   options.speculate = args.speculate;
-  KIPP_ASSIGN(loaded.scheduler, Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
+  KIPP_ASSIGN(loaded.scheduler,
+              Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
   server::ApiConfig config;
   // The operator's names first (responses use the first, as vLLM does), then the two every
   // client may know the model by.
@@ -101,7 +102,9 @@ Result<LoadedModel> load(const ServeArgs& args) {
   loaded.api = std::make_unique<server::ApiServer>(config, *loaded.tokenizer, *loaded.scheduler);
   std::fprintf(stderr, "kipp serve: %s on %s, KV pool %u blocks (%.0f MiB), up to %u sequences per step\n",
                std::string(c.id).c_str(), loaded.backend->describe().c_str(), options.pool_blocks,
-               double(options.pool_blocks) * kv_bytes_per_token(c, args.backend.kv_cache()) * kKvBlockTokens / (1 << 20), options.max_sequences);
+               double(options.pool_blocks) * kv_bytes_per_token(c, args.backend.kv_cache()) * kKvBlockTokens /
+                   (1 << 20),
+               options.max_sequences);
   return loaded;
 }
 
@@ -173,11 +176,12 @@ void stop_on_signal(const sigset_t& stop_signals, const std::atomic<server::ApiS
 int run_serve(const ServeArgs& args) {
   const sigset_t stop_signals = block_stop_signals();
   std::atomic<server::ApiServer*> api{nullptr};
-  auto handler = server::with_cors({args.cors_origins}, [&api](server::HttpRequest request,
-                                                              std::shared_ptr<server::HttpExchange> exchange) {
-    if (server::ApiServer* ready = api.load()) return ready->handle(std::move(request), std::move(exchange));
-    server::answer_while_loading(request, exchange);
-  });
+  auto handler = server::with_cors({args.cors_origins},
+                                   [&api](server::HttpRequest request, std::shared_ptr<server::HttpExchange> exchange) {
+                                     if (server::ApiServer* ready = api.load())
+                                       return ready->handle(std::move(request), std::move(exchange));
+                                     server::answer_while_loading(request, exchange);
+                                   });
   auto http = server::HttpServer::create(args.host, args.port, http_options_of(args), handler);
   if (!http) return report(http.error());
   std::fprintf(stderr, "kipp serve: listening on http://%s:%u\n", args.host.c_str(), unsigned((*http)->port()));
@@ -216,7 +220,9 @@ int run_serve(const ServeArgs& args) {
 }  // namespace
 
 Command add_serve_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("serve", "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, messages, metrics)");
+  auto* sub =
+      app.add_subcommand("serve",
+                         "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, messages, metrics)");
   auto args = std::make_shared<ServeArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--served-model-name", args->served_model_names,

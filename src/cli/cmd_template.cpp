@@ -73,7 +73,8 @@ Command add_template_command(CLI::App& app) {
   sub->add_option("--messages", args->messages,
                   "JSON: [{\"role\":…,\"content\":…}, …] or {\"messages\": […]}; - for stdin")
       ->required();
-  sub->add_option("--tools", args->tools, "JSON: a request's tools array ([{\"type\":\"function\",\"function\":{…}}, …])");
+  sub->add_option("--tools", args->tools,
+                  "JSON: a request's tools array ([{\"type\":\"function\",\"function\":{…}}, …])");
   sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints: an empty think block)");
   sub->add_flag("--no-generation-prompt", args->no_generation_prompt, "Leave out the opening of the assistant's turn");
   return {sub, [args] {

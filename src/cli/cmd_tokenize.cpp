@@ -68,8 +68,9 @@ std::vector<std::string_view> split_lines(std::string_view text) {
 
 // Reads a JSONL file and calls `handle` with each line's object and a "FILE line N" label; the
 // first failing line ends the run with its error. Output is written only when every line succeeded.
-int run_jsonl(const std::string& path,
-              const std::function<Status(const json::Json& object, const std::string& where, std::string& out)>& handle) {
+int run_jsonl(
+    const std::string& path,
+    const std::function<Status(const json::Json& object, const std::string& where, std::string& out)>& handle) {
   auto input = read_text_file(path, kMaxInputBytes);
   if (!input) return report(input.error());
   std::string out;
@@ -113,8 +114,8 @@ int run_bench(const Tokenizer& tokenizer, const std::string& text, double load_s
   }
   std::sort(seconds.begin(), seconds.end());
   const double median = seconds[kBenchRuns / 2];
-  std::printf("{\"bytes\":%zu,\"tokens\":%zu,\"seconds\":%.6f,\"mb_per_s\":%.3f,\"load_seconds\":%.6f}\n",
-              text.size(), tokens, median, double(text.size()) / 1e6 / median, load_seconds);
+  std::printf("{\"bytes\":%zu,\"tokens\":%zu,\"seconds\":%.6f,\"mb_per_s\":%.3f,\"load_seconds\":%.6f}\n", text.size(),
+              tokens, median, double(text.size()) / 1e6 / median, load_seconds);
   return 0;
 }
 
@@ -152,7 +153,8 @@ int run_jsonl_detokenize(const Tokenizer& tokenizer, const std::string& path) {
     if (!list->is_array()) return fail(where, ": \"ids\" must be an array of token ids");
     ids.clear();
     for (const auto& id : *list) {
-      if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX) return fail(where, ": ", id.dump(), " is not a token id");
+      if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX)
+        return fail(where, ": ", id.dump(), " is not a token id");
       ids.push_back(TokenId(id.get<uint64_t>()));
     }
     auto text = tokenizer.decode(ids);
@@ -183,7 +185,8 @@ Command add_tokenize_command(CLI::App& app) {
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   auto* text = sub->add_option("--text", args->text, "The text to tokenize");
   auto* file = sub->add_option("--file", args->file, "A file whose whole contents are the text");
-  auto* jsonl = sub->add_option("--jsonl", args->jsonl, "Batch: one {\"text\":...} per line in, one {\"ids\":[...]} out");
+  auto* jsonl =
+      sub->add_option("--jsonl", args->jsonl, "Batch: one {\"text\":...} per line in, one {\"ids\":[...]} out");
   text->excludes(file)->excludes(jsonl);
   file->excludes(jsonl);
   auto* json = sub->add_flag("--json", args->json, "Print {\"ids\":[...]} instead of comma-separated ids");
@@ -203,7 +206,8 @@ Command add_detokenize_command(CLI::App& app) {
   auto args = std::make_shared<DetokenizeArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   auto* ids = sub->add_option("--ids", args->ids, "Comma-separated token ids, e.g. 1,2,3");
-  auto* jsonl = sub->add_option("--jsonl", args->jsonl, "Batch: one {\"ids\":[...]} per line in, one {\"text\":...} out");
+  auto* jsonl =
+      sub->add_option("--jsonl", args->jsonl, "Batch: one {\"ids\":[...]} per line in, one {\"text\":...} out");
   ids->excludes(jsonl);
   sub->callback([sub] {
     if (!sub->count("--ids") && !sub->count("--jsonl"))

@@ -12,7 +12,8 @@ namespace kipp::cli {
 void ConstraintFlags::add_to(CLI::App& app) {
   auto* schema = app.add_option("--json-schema", json_schema_,
                                 "Constrain the output to this JSON Schema (draft 2020-12 or draft-07), exactly");
-  auto* gbnf = app.add_option("--grammar", gbnf_, "Constrain the output to this GBNF grammar (llama.cpp's syntax; root rule 'root')");
+  auto* gbnf = app.add_option("--grammar", gbnf_,
+                              "Constrain the output to this GBNF grammar (llama.cpp's syntax; root rule 'root')");
   schema->excludes(gbnf);
   app.add_flag("--not-strict", not_strict_,
                "JSON Schema: enforce what Kipp can and list the rest instead of refusing (json_schema.strict=false)");

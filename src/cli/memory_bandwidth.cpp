@@ -13,7 +13,7 @@ double read_bandwidth_gb_per_s(unsigned threads, uint64_t bytes, int passes) {
   if (threads == 0) threads = 1;
   std::vector<uint64_t> buffer(bytes / sizeof(uint64_t));
   for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = i;  // touch every page before timing
-  std::atomic<uint64_t> sink{0};  // every sum lands here, so no read can be left out
+  std::atomic<uint64_t> sink{0};                             // every sum lands here, so no read can be left out
   std::vector<double> rates;
   for (int pass = 0; pass < passes; ++pass) {
     std::atomic<uint64_t> read{0};

@@ -31,8 +31,7 @@ Status StepDump::write(const std::string& dir, const std::string& producer, std:
     char name[64];
     if (is_layer_step(step))
       std::snprintf(name, sizeof name, "layer%03u.%s.f32", layer, std::string(forward_step_name(step)).c_str());
-    else
-      std::snprintf(name, sizeof name, "%s.f32", std::string(forward_step_name(step)).c_str());
+    else std::snprintf(name, sizeof name, "%s.f32", std::string(forward_step_name(step)).c_str());
     KIPP_ASSIGN(AtomicFile file, AtomicFile::create(dir + "/" + name));
     nlohmann::json positions = nlohmann::json::array();
     for (const auto& [position, values] : rows.by_position) {
@@ -40,8 +39,8 @@ Status StepDump::write(const std::string& dir, const std::string& producer, std:
       positions.push_back(position);
     }
     KIPP_TRY(file.commit());
-    nlohmann::json entry = {{"step", forward_step_name(step)}, {"file", name}, {"width", rows.width},
-                            {"positions", positions}};
+    nlohmann::json entry = {
+        {"step", forward_step_name(step)}, {"file", name}, {"width", rows.width}, {"positions", positions}};
     if (is_layer_step(step)) entry["layer"] = layer;
     listed.push_back(entry);
   }

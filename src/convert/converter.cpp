@@ -117,14 +117,13 @@ Status encode_chunk(const uint16_t* source, uint64_t count, uint64_t first_index
       }
       return {};
     }
-    default:
-      return fail(name, ": no encoder for the target type");
+    default: return fail(name, ": no encoder for the target type");
   }
 }
 
 void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme, HeadScheme head,
-                  const ConvertedTokenizer& tok,
-                  const std::vector<std::string>& files, const std::vector<std::string>& hashes) {
+                  const ConvertedTokenizer& tok, const std::vector<std::string>& files,
+                  const std::vector<std::string>& hashes) {
   writer.add_string(keys::architecture, "qwen3");
   writer.add_string(keys::name, c.repository);
   writer.add_string(keys::license, "apache-2.0");
@@ -209,13 +208,12 @@ Status write_tensors(const SafetensorsCheckpoint& source, const std::vector<Expe
 
 std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_view checkpoint_id) {
   if (!head.present) return {};
-  std::string line = std::string(kHeadName) + ": stored although " + std::string(checkpoint_id) +
-                     " ties the head to the embedding; ";
-  if (head.differing_elements == 0)
-    line += "bit for bit equal to " + std::string(kEmbeddingName);
+  std::string line =
+      std::string(kHeadName) + ": stored although " + std::string(checkpoint_id) + " ties the head to the embedding; ";
+  if (head.differing_elements == 0) line += "bit for bit equal to " + std::string(kEmbeddingName);
   else
-    line += "differs from " + std::string(kEmbeddingName) + " in " + std::to_string(head.differing_elements) +
-            " of " + std::to_string(head.elements) + " elements";
+    line += "differs from " + std::string(kEmbeddingName) + " in " + std::to_string(head.differing_elements) + " of " +
+            std::to_string(head.elements) + " elements";
   return line + "; not written (the embedding is the head, as in transformers)";
 }
 
@@ -230,7 +228,8 @@ std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& di
 Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   const auto started = std::chrono::steady_clock::now();
   const Checkpoint* checkpoint = find_checkpoint(options.checkpoint_id);
-  if (!checkpoint) return fail("checkpoint ", options.checkpoint_id, " is not in the Kipp registry (see `kipp registry`)");
+  if (!checkpoint)
+    return fail("checkpoint ", options.checkpoint_id, " is not in the Kipp registry (see `kipp registry`)");
   const Checkpoint& c = *checkpoint;
   const std::string& dir = options.source_dir;
 

@@ -17,7 +17,8 @@ Status expect_uint(const json::Json& config, const char* key, uint64_t expected,
 
 Status expect_number(const json::Json& config, const char* key, double expected, const Checkpoint& c) {
   KIPP_ASSIGN(double value, json::get_number(config, key, kWhat));
-  if (float(value) != float(expected)) return fail(kWhat, ": ", key, " is ", value, ", expected ", expected, " for ", c.id);
+  if (float(value) != float(expected))
+    return fail(kWhat, ": ", key, " is ", value, ", expected ", expected, " for ", c.id);
   return {};
 }
 

@@ -30,8 +30,9 @@ Status pread_all(int fd, void* out, uint64_t size, uint64_t offset, const std::s
   while (size > 0) {
     ssize_t got = ::pread(fd, bytes, size, off_t(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return fail(what, ": read failed at offset ", offset, got < 0 ? ": " : " (unexpected end of file)",
-                              got < 0 ? std::strerror(errno) : "");
+    if (got <= 0)
+      return fail(what, ": read failed at offset ", offset, got < 0 ? ": " : " (unexpected end of file)",
+                  got < 0 ? std::strerror(errno) : "");
     bytes += got;
     size -= uint64_t(got);
     offset += uint64_t(got);
@@ -46,8 +47,10 @@ bool plain_file_name(const std::string& name) {
 }  // namespace
 
 SafetensorsCheckpoint::SafetensorsCheckpoint(SafetensorsCheckpoint&& other) noexcept
-    : tensors_(std::move(other.tensors_)), shard_files_(std::move(other.shard_files_)),
-      source_files_(std::move(other.source_files_)), fds_(std::exchange(other.fds_, {})) {}
+    : tensors_(std::move(other.tensors_)),
+      shard_files_(std::move(other.shard_files_)),
+      source_files_(std::move(other.source_files_)),
+      fds_(std::exchange(other.fds_, {})) {}
 
 SafetensorsCheckpoint& SafetensorsCheckpoint::operator=(SafetensorsCheckpoint&& other) noexcept {
   std::swap(tensors_, other.tensors_);
@@ -91,7 +94,8 @@ Result<SafetensorsCheckpoint> SafetensorsCheckpoint::open(const std::string& dir
 
   for (const auto& [name, tensor] : checkpoint.tensors_) {
     auto it = shard_of.find(name);
-    if (it == shard_of.end()) return fail(checkpoint.shard_files_[tensor.shard], ": tensor ", name, " is not in ", what);
+    if (it == shard_of.end())
+      return fail(checkpoint.shard_files_[tensor.shard], ": tensor ", name, " is not in ", what);
     if (it->second != checkpoint.shard_files_[tensor.shard])
       return fail(what, ": tensor ", name, " is listed in ", it->second, " but stored in ",
                   checkpoint.shard_files_[tensor.shard]);

@@ -39,9 +39,9 @@ struct LogprobsWanted {
 
 // What taking one token did.
 struct TakenToken {
-  std::string text;                    // the text that became final with it
-  std::vector<AddedTokenMark> added;   // the added tokens in `text`
-  std::optional<FinishReason> finish;  // stop_token or stop_string: nothing more may be taken
+  std::string text;                        // the text that became final with it
+  std::vector<AddedTokenMark> added;       // the added tokens in `text`
+  std::optional<FinishReason> finish;      // stop_token or stop_string: nothing more may be taken
   std::optional<LogprobsAtStep> logprobs;  // when wanted, for a token that is not a stop token
 };
 

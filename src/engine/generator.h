@@ -22,7 +22,7 @@ namespace kipp {
 struct GenerateOptions {
   uint32_t max_tokens = 256;
   SamplingParams sampling;
-  std::vector<std::string> stop;  // stop strings, matched on the text across token boundaries
+  std::vector<std::string> stop;    // stop strings, matched on the text across token boundaries
   std::function<bool()> cancelled;  // asked before each token; true ends the generation
   // Prompt-lookup drafts verified in one multi-row evaluation (greedy only): the same tokens as
   // plain greedy decoding, fewer evaluation steps when the text repeats its context.
@@ -40,10 +40,10 @@ struct GenerateOptions {
 
 struct GenerationTimings {
   uint32_t prompt_tokens = 0;
-  double prompt_seconds = 0;       // evaluating the prompt
-  uint32_t generated_tokens = 0;   // sampled tokens, the stop token included
-  double decode_seconds = 0;       // from the end of the prompt to the end
-  double first_token_seconds = 0;  // from the start to the first sampled token
+  double prompt_seconds = 0;           // evaluating the prompt
+  uint32_t generated_tokens = 0;       // sampled tokens, the stop token included
+  double decode_seconds = 0;           // from the end of the prompt to the end
+  double first_token_seconds = 0;      // from the start to the first sampled token
   uint32_t draft_tokens = 0;           // speculative: draft tokens verified
   uint32_t accepted_draft_tokens = 0;  // of which accepted
   // Under a constraint, per sampled token: the seconds spent finding the allowed set and taking
@@ -55,7 +55,7 @@ struct Generation {
   std::string text;              // what was streamed: no stop token, nothing from a stop string on
   std::vector<uint32_t> tokens;  // every sampled token, the stop token included
   FinishReason finish = FinishReason::length;
-  std::string stop;              // the stop string that matched, or the stop token's text
+  std::string stop;  // the stop string that matched, or the stop token's text
   GenerationTimings timings;
 };
 
@@ -68,7 +68,6 @@ struct GenerateContext {
 
 // Streams each final piece of text to `on_text` (may be empty) as soon as it is known.
 Result<Generation> generate(const GenerateContext& context, std::span<const uint32_t> prompt,
-                            const GenerateOptions& options,
-                            const std::function<void(std::string_view)>& on_text = {});
+                            const GenerateOptions& options, const std::function<void(std::string_view)>& on_text = {});
 
 }  // namespace kipp

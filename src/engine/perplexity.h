@@ -14,10 +14,10 @@ namespace kipp {
 
 struct PerplexityResult {
   double perplexity = 0;
-  double mean_nll = 0;   // nats per scored token
-  uint64_t scored = 0;   // tokens scored (each window's first is context only)
+  double mean_nll = 0;  // nats per scored token
+  uint64_t scored = 0;  // tokens scored (each window's first is context only)
   uint32_t windows = 0;
-  double seconds = 0;    // evaluation time
+  double seconds = 0;  // evaluation time
 };
 
 // `vocab` is the number of real token ids (rows past it in the logits are padding).

@@ -18,8 +18,7 @@ std::vector<uint32_t> lookup_draft(std::span<const uint32_t> sequence, uint32_t 
       // evidence: fewer tokens are drafted on it.
       const size_t from = start + n, count = n == 1 ? std::min<size_t>(limit, kSingleTokenDraft) : limit;
       std::vector<uint32_t> draft;
-      for (size_t i = 0; i < count; ++i)
-        draft.push_back(from + i < size ? sequence[from + i] : draft[from + i - size]);
+      for (size_t i = 0; i < count; ++i) draft.push_back(from + i < size ? sequence[from + i] : draft[from + i - size]);
       return draft;
     }
   }

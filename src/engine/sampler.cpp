@@ -175,9 +175,8 @@ void Sampler::keep_top_p(float max_logit, bool sorted) {
 void Sampler::keep_min_p(float max_logit) {
   // The highest probability is weight 1 (the maximum logit is still a candidate).
   const double floor = params_.min_p;
-  order_.erase(
-      std::remove_if(order_.begin(), order_.end(), [&](uint32_t id) { return weight(id, max_logit) < floor; }),
-      order_.end());
+  order_.erase(std::remove_if(order_.begin(), order_.end(), [&](uint32_t id) { return weight(id, max_logit) < floor; }),
+               order_.end());
 }
 
 // The draw walks the candidates in the order they are in: by id, or by rank once a step sorted

@@ -47,9 +47,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;   // -2 .. 2
   float presence_penalty = 0.0f;    // -2 .. 2
   std::vector<LogitBias> logit_bias;
-  std::vector<uint32_t> banned;     // never sampled, whatever the logits (tool_choice "none": <tool_call>)
+  std::vector<uint32_t> banned;  // never sampled, whatever the logits (tool_choice "none": <tool_call>)
   uint64_t seed = 0;
-  uint32_t penalty_window = 64;     // generated tokens the penalties look at
+  uint32_t penalty_window = 64;  // generated tokens the penalties look at
 
   bool greedy() const { return temperature == 0.0f; }
 };
@@ -100,11 +100,11 @@ class Sampler {
   SamplingParams params_;
   uint32_t vocab_;
   Random random_;
-  std::vector<uint32_t> recent_;   // the last penalty_window accepted tokens, oldest first
-  std::vector<uint32_t> counts_;   // per token: occurrences in recent_
-  std::vector<float> adjusted_;    // the row after steps 1-2
-  std::vector<uint32_t> order_;    // candidate ids
-  std::vector<double> weights_;    // their probabilities
+  std::vector<uint32_t> recent_;  // the last penalty_window accepted tokens, oldest first
+  std::vector<uint32_t> counts_;  // per token: occurrences in recent_
+  std::vector<float> adjusted_;   // the row after steps 1-2
+  std::vector<uint32_t> order_;   // candidate ids
+  std::vector<double> weights_;   // their probabilities
 };
 
 }  // namespace kipp

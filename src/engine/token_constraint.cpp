@@ -45,7 +45,7 @@ TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, Ans
       frame_(frame),
       phase_(start == AnswerStart::at_once       ? grammar_entry()
              : start == AnswerStart::after_think ? Phase::reasoning
-                                                     : Phase::first_token),
+                                                 : Phase::first_token),
       state_(masks_->automaton().start()),
       max_steps_(max_steps) {}
 
@@ -74,16 +74,13 @@ Result<const AllowedTokens*> TokenConstraint::allowed() {
         return &allowed_;
       }
       break;  // and the grammar's first tokens
-    case Phase::frame_open:
-      allowed_.extra.push_back(frame_->open);
-      return &allowed_;
+    case Phase::frame_open: allowed_.extra.push_back(frame_->open); return &allowed_;
     case Phase::after_frame:
       allowed_.extra = stop_ids_;
       if (frame_->repeats) allowed_.extra.push_back(frame_->open);
       return &allowed_;
     case Phase::reasoning:
-    case Phase::grammar:
-      break;
+    case Phase::grammar: break;
   }
   grammar::Automaton& automaton = masks_->automaton();
   if (automaton.continues(state_)) {
@@ -92,10 +89,8 @@ Result<const AllowedTokens*> TokenConstraint::allowed() {
     KIPP_TRY(charge(steps_before));
   }
   if (automaton.accepts(state_)) {
-    if (frame_)
-      allowed_.extra.push_back(frame_->close);
-    else
-      allowed_.extra.insert(allowed_.extra.end(), stop_ids_.begin(), stop_ids_.end());
+    if (frame_) allowed_.extra.push_back(frame_->close);
+    else allowed_.extra.insert(allowed_.extra.end(), stop_ids_.begin(), stop_ids_.end());
   }
   return &allowed_;
 }
@@ -126,12 +121,12 @@ Status TokenConstraint::accept(uint32_t token, std::string_view bytes) {
         return {};
       }
       return fail("token ", token, " follows a closed call");
-    case Phase::grammar:
-      break;
+    case Phase::grammar: break;
   }
   const bool ends = frame_ ? token == frame_->close : is_stop();
   if (ends) {
-    if (!masks_->automaton().accepts(state_)) return fail("token ", token, " ended the answer before the grammar's text was whole");
+    if (!masks_->automaton().accepts(state_))
+      return fail("token ", token, " ended the answer before the grammar's text was whole");
     if (frame_) phase_ = Phase::after_frame;
     return {};
   }
@@ -139,7 +134,8 @@ Status TokenConstraint::accept(uint32_t token, std::string_view bytes) {
   KIPP_ASSIGN(const std::shared_ptr<const grammar::TokenSet> tokens, masks_->allowed(state_));
   KIPP_ASSIGN(const grammar::StateId next, masks_->after(state_, bytes));
   KIPP_TRY(charge(steps_before));
-  if (next == grammar::kDeadState || !tokens->has(token)) return fail("token ", token, " is not allowed by the grammar here");
+  if (next == grammar::kDeadState || !tokens->has(token))
+    return fail("token ", token, " is not allowed by the grammar here");
   state_ = next;
   return {};
 }

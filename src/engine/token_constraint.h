@@ -61,9 +61,9 @@ struct TokenFrame {
 
 class TokenConstraint {
  public:
-  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start,
-                  std::span<const uint32_t> stop_ids, ThinkTokens think,
-                  std::optional<TokenFrame> frame = std::nullopt, uint64_t max_steps = kMaxStepsPerAnswer);
+  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start, std::span<const uint32_t> stop_ids,
+                  ThinkTokens think, std::optional<TokenFrame> frame = std::nullopt,
+                  uint64_t max_steps = kMaxStepsPerAnswer);
 
   // The tokens allowed next, or null while the reasoning runs free. Valid until the next call.
   Result<const AllowedTokens*> allowed();

@@ -23,11 +23,19 @@ std::string_view value_type_name(ValueType type) {
 
 uint32_t value_type_size(ValueType type) {
   switch (type) {
-    case ValueType::u8: case ValueType::i8: case ValueType::boolean: return 1;
-    case ValueType::u16: case ValueType::i16: return 2;
-    case ValueType::u32: case ValueType::i32: case ValueType::f32: return 4;
-    case ValueType::u64: case ValueType::i64: case ValueType::f64: return 8;
-    case ValueType::string: case ValueType::array: return 0;
+    case ValueType::u8:
+    case ValueType::i8:
+    case ValueType::boolean: return 1;
+    case ValueType::u16:
+    case ValueType::i16: return 2;
+    case ValueType::u32:
+    case ValueType::i32:
+    case ValueType::f32: return 4;
+    case ValueType::u64:
+    case ValueType::i64:
+    case ValueType::f64: return 8;
+    case ValueType::string:
+    case ValueType::array: return 0;
   }
   return 0;
 }

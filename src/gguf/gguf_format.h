@@ -16,8 +16,19 @@ inline constexpr size_t kMaxTensorNameBytes = 63;  // ggml keeps 64 bytes includ
 inline constexpr uint32_t kMaxDims = 4;
 
 enum class ValueType : uint32_t {
-  u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
-  string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+  u8 = 0,
+  i8 = 1,
+  u16 = 2,
+  i16 = 3,
+  u32 = 4,
+  i32 = 5,
+  f32 = 6,
+  boolean = 7,
+  string = 8,
+  array = 9,
+  u64 = 10,
+  i64 = 11,
+  f64 = 12,
 };
 inline constexpr uint32_t kValueTypeCount = 13;
 
@@ -27,9 +38,26 @@ uint32_t value_type_size(ValueType type);
 
 // ggml tensor type ids that Kipp knows the storage of.
 enum class TensorType : uint32_t {
-  f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q8_1 = 9,
-  q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, q8_k = 15,
-  i8 = 24, i16 = 25, i32 = 26, i64 = 27, f64 = 28, bf16 = 30,
+  f32 = 0,
+  f16 = 1,
+  q4_0 = 2,
+  q4_1 = 3,
+  q5_0 = 6,
+  q5_1 = 7,
+  q8_0 = 8,
+  q8_1 = 9,
+  q2_k = 10,
+  q3_k = 11,
+  q4_k = 12,
+  q5_k = 13,
+  q6_k = 14,
+  q8_k = 15,
+  i8 = 24,
+  i16 = 25,
+  i32 = 26,
+  i64 = 27,
+  f64 = 28,
+  bf16 = 30,
 };
 
 struct TensorTypeInfo {

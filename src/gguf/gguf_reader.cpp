@@ -21,8 +21,8 @@ class Cursor {
   template <class T>
   Result<T> read(const char* what) {
     if (remaining() < sizeof(T))
-      return fail("truncated file: ", what, " at offset ", position_, " needs ", sizeof(T), " bytes, ",
-                  remaining(), " remain");
+      return fail("truncated file: ", what, " at offset ", position_, " needs ", sizeof(T), " bytes, ", remaining(),
+                  " remain");
     T value;
     std::memcpy(&value, image_.data() + position_, sizeof(T));
     position_ += sizeof(T);
@@ -65,23 +65,56 @@ bool has_control_bytes(std::string_view text) {
 Status read_scalar(Cursor& in, ValueType type, Value& out, const std::string& where) {
   const char* what = where.c_str();
   switch (type) {
-    case ValueType::u8: { KIPP_ASSIGN(out.as_unsigned, in.read<uint8_t>(what)); break; }
-    case ValueType::i8: { KIPP_ASSIGN(out.as_signed, in.read<int8_t>(what)); break; }
-    case ValueType::u16: { KIPP_ASSIGN(out.as_unsigned, in.read<uint16_t>(what)); break; }
-    case ValueType::i16: { KIPP_ASSIGN(out.as_signed, in.read<int16_t>(what)); break; }
-    case ValueType::u32: { KIPP_ASSIGN(out.as_unsigned, in.read<uint32_t>(what)); break; }
-    case ValueType::i32: { KIPP_ASSIGN(out.as_signed, in.read<int32_t>(what)); break; }
-    case ValueType::u64: { KIPP_ASSIGN(out.as_unsigned, in.read<uint64_t>(what)); break; }
-    case ValueType::i64: { KIPP_ASSIGN(out.as_signed, in.read<int64_t>(what)); break; }
-    case ValueType::f32: { KIPP_ASSIGN(out.as_float, in.read<float>(what)); break; }
-    case ValueType::f64: { KIPP_ASSIGN(out.as_float, in.read<double>(what)); break; }
+    case ValueType::u8: {
+      KIPP_ASSIGN(out.as_unsigned, in.read<uint8_t>(what));
+      break;
+    }
+    case ValueType::i8: {
+      KIPP_ASSIGN(out.as_signed, in.read<int8_t>(what));
+      break;
+    }
+    case ValueType::u16: {
+      KIPP_ASSIGN(out.as_unsigned, in.read<uint16_t>(what));
+      break;
+    }
+    case ValueType::i16: {
+      KIPP_ASSIGN(out.as_signed, in.read<int16_t>(what));
+      break;
+    }
+    case ValueType::u32: {
+      KIPP_ASSIGN(out.as_unsigned, in.read<uint32_t>(what));
+      break;
+    }
+    case ValueType::i32: {
+      KIPP_ASSIGN(out.as_signed, in.read<int32_t>(what));
+      break;
+    }
+    case ValueType::u64: {
+      KIPP_ASSIGN(out.as_unsigned, in.read<uint64_t>(what));
+      break;
+    }
+    case ValueType::i64: {
+      KIPP_ASSIGN(out.as_signed, in.read<int64_t>(what));
+      break;
+    }
+    case ValueType::f32: {
+      KIPP_ASSIGN(out.as_float, in.read<float>(what));
+      break;
+    }
+    case ValueType::f64: {
+      KIPP_ASSIGN(out.as_float, in.read<double>(what));
+      break;
+    }
     case ValueType::boolean: {
       KIPP_ASSIGN(uint8_t flag, in.read<uint8_t>(what));
       if (flag > 1) return fail(where, ": boolean byte is ", unsigned{flag}, ", expected 0 or 1");
       out.as_unsigned = flag;
       break;
     }
-    case ValueType::string: { KIPP_ASSIGN(out.as_string, in.read_string(what)); break; }
+    case ValueType::string: {
+      KIPP_ASSIGN(out.as_string, in.read_string(what));
+      break;
+    }
     case ValueType::array: return fail(where, ": unexpected array");
   }
   return {};
@@ -208,8 +241,7 @@ Result<File> File::parse(std::span<const uint8_t> image) {
   for (int64_t i = 0; i < n_tensors; ++i) {
     TensorInfo& info = file.tensors[size_t(i)];
     KIPP_TRY(read_tensor_info(in, info, uint64_t(i)));
-    if (!file.tensor_index_.emplace(info.name, size_t(i)).second)
-      return fail("tensor ", info.name, " appears twice");
+    if (!file.tensor_index_.emplace(info.name, size_t(i)).second) return fail("tensor ", info.name, " appears twice");
   }
 
   file.data_offset = align_up(in.position(), file.alignment);

@@ -118,8 +118,7 @@ Status Writer::append_tensor_bytes(AtomicFile& out, std::span<const uint8_t> byt
 }
 
 Status Writer::finish(AtomicFile& out) {
-  if (current_ != tensors_.size())
-    return fail("GGUF writer: tensor ", tensors_[current_].name, " is incomplete");
+  if (current_ != tensors_.size()) return fail("GGUF writer: tensor ", tensors_[current_].name, " is incomplete");
   return out.commit();
 }
 

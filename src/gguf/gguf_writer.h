@@ -49,7 +49,7 @@ class Writer {
   uint64_t metadata_count_ = 0;
   std::vector<PendingTensor> tensors_;
   uint64_t data_size_ = 0;
-  size_t current_ = 0;           // tensor being streamed
+  size_t current_ = 0;            // tensor being streamed
   uint64_t current_written_ = 0;  // its bytes so far
 };
 

@@ -210,8 +210,7 @@ class GbnfCompiler {
         ++pos_;
         last_element = sequence.size();
         // A group of one alternative is only its sequence; a choice needs a rule of its own.
-        if (alternatives.size() == 1)
-          sequence.insert(sequence.end(), alternatives[0].begin(), alternatives[0].end());
+        if (alternatives.size() == 1) sequence.insert(sequence.end(), alternatives[0].begin(), alternatives[0].end());
         else
           sequence.push_back(GrammarBuilder::call(builder_.add(generated_name(rule, start), std::move(alternatives))));
       } else if (c == '*' || c == '+' || c == '?' || c == '{') {
@@ -226,7 +225,8 @@ class GbnfCompiler {
         }
         KIPP_TRY(repeat_last_element(sequence, *last_element, min, max, rule, start));
       } else if (c == '<' || c == '!') {
-        return fail(where(start), ": token references ('<...>', '!<...>') are not supported: kipp's grammars "
+        return fail(where(start),
+                    ": token references ('<...>', '!<...>') are not supported: kipp's grammars "
                     "constrain text, not token ids");
       } else {
         break;

@@ -31,7 +31,8 @@ std::string Grammar::digest() const {
     text += "rule";
     for (const Sequence& alternative : rule.alternatives) {
       text += " |";
-      for (const Item& item : alternative) text += " " + std::to_string(int(item.kind)) + ":" + std::to_string(item.index);
+      for (const Item& item : alternative)
+        text += " " + std::to_string(int(item.kind)) + ":" + std::to_string(item.index);
     }
     text += '\n';
   }
@@ -131,7 +132,8 @@ void same_length_sequences(uint32_t low, uint32_t high, std::vector<ByteRanges>&
 
 }  // namespace
 
-std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std::pair<uint32_t, uint32_t>> ranges, bool negated) {
+std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std::pair<uint32_t, uint32_t>> ranges,
+                                                                 bool negated) {
   constexpr uint32_t kMax = 0x10FFFF;
   for (auto& [first, last] : ranges) {
     if (first > last) std::swap(first, last);
@@ -143,8 +145,7 @@ std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std
   for (const auto& r : ranges) {
     if (!merged.empty() && r.first <= merged.back().second + 1)
       merged.back().second = std::max(merged.back().second, r.second);
-    else
-      merged.push_back(r);
+    else merged.push_back(r);
   }
   if (negated) {
     std::vector<std::pair<uint32_t, uint32_t>> complement;
@@ -167,7 +168,6 @@ std::vector<std::pair<uint32_t, uint32_t>> normalize_code_points(std::vector<std
   }
   return scalar;
 }
-
 
 RuleId GrammarBuilder::utf8_class(std::string_view name, std::vector<std::pair<uint32_t, uint32_t>> ranges,
                                   bool negated) {

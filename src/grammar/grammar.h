@@ -65,7 +65,7 @@ struct Item {
 using Sequence = std::vector<Item>;
 
 struct Rule {
-  std::string name;                   // for messages; unique within a grammar
+  std::string name;                    // for messages; unique within a grammar
   std::vector<Sequence> alternatives;  // at least one; an empty sequence matches nothing (epsilon)
 };
 

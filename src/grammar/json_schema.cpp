@@ -13,9 +13,13 @@ namespace kipp::grammar {
 using nlohmann::json;
 
 std::optional<uint8_t> type_bits(const json& name) {
-  static constexpr std::pair<std::string_view, uint8_t> kTypes[] = {
-      {"null", kNull},     {"boolean", kBoolean}, {"object", kObject},           {"array", kArray},
-      {"string", kString}, {"integer", kInteger}, {"number", kInteger | kFraction}};
+  static constexpr std::pair<std::string_view, uint8_t> kTypes[] = {{"null", kNull},
+                                                                    {"boolean", kBoolean},
+                                                                    {"object", kObject},
+                                                                    {"array", kArray},
+                                                                    {"string", kString},
+                                                                    {"integer", kInteger},
+                                                                    {"number", kInteger | kFraction}};
   if (!name.is_string()) return std::nullopt;
   for (const auto& [text, bits] : kTypes)
     if (name.get_ref<const std::string&>() == text) return bits;
@@ -48,30 +52,51 @@ bool constraining(std::string_view key, SchemaDraft draft) {
   constexpr auto d4 = SchemaDraft::draft4, d6 = SchemaDraft::draft6, d7 = SchemaDraft::draft7;
   constexpr auto d2019 = SchemaDraft::draft2019_09, d2020 = SchemaDraft::draft2020_12;
   static constexpr Known kKnown[] = {
-      {"type", d4, d2020},           {"enum", d4, d2020},
+      {"type", d4, d2020},
+      {"enum", d4, d2020},
       {"const", d4, d2020},  // draft-04 has no const; read as the later drafts (and ajv) do
-      {"multipleOf", d4, d2020},     {"maximum", d4, d2020},
-      {"exclusiveMaximum", d4, d2020}, {"minimum", d4, d2020},
-      {"exclusiveMinimum", d4, d2020}, {"maxLength", d4, d2020},
-      {"minLength", d4, d2020},      {"pattern", d4, d2020},
-      {"format", d4, d2020},         {"items", d4, d2020},
-      {"additionalItems", d4, d2019}, {"prefixItems", d2020, d2020},
-      {"maxItems", d4, d2020},       {"minItems", d4, d2020},
-      {"uniqueItems", d4, d2020},    {"contains", d6, d2020},
-      {"minContains", d2019, d2020}, {"maxContains", d2019, d2020},
-      {"maxProperties", d4, d2020},  {"minProperties", d4, d2020},
-      {"required", d4, d2020},       {"properties", d4, d2020},
-      {"patternProperties", d4, d2020}, {"additionalProperties", d4, d2020},
+      {"multipleOf", d4, d2020},
+      {"maximum", d4, d2020},
+      {"exclusiveMaximum", d4, d2020},
+      {"minimum", d4, d2020},
+      {"exclusiveMinimum", d4, d2020},
+      {"maxLength", d4, d2020},
+      {"minLength", d4, d2020},
+      {"pattern", d4, d2020},
+      {"format", d4, d2020},
+      {"items", d4, d2020},
+      {"additionalItems", d4, d2019},
+      {"prefixItems", d2020, d2020},
+      {"maxItems", d4, d2020},
+      {"minItems", d4, d2020},
+      {"uniqueItems", d4, d2020},
+      {"contains", d6, d2020},
+      {"minContains", d2019, d2020},
+      {"maxContains", d2019, d2020},
+      {"maxProperties", d4, d2020},
+      {"minProperties", d4, d2020},
+      {"required", d4, d2020},
+      {"properties", d4, d2020},
+      {"patternProperties", d4, d2020},
+      {"additionalProperties", d4, d2020},
       {"propertyNames", d6, d2020},
       {"dependencies", d4, d2020},  // replaced in 2019-09, but refused rather than ignored there
-      {"contentMediaType", d4, d7},  {"contentEncoding", d4, d7},  // annotations from 2019-09 on
-      {"dependentRequired", d2019, d2020}, {"dependentSchemas", d2019, d2020},
-      {"unevaluatedItems", d2019, d2020}, {"unevaluatedProperties", d2019, d2020},
-      {"allOf", d4, d2020},          {"anyOf", d4, d2020},
-      {"oneOf", d4, d2020},          {"not", d4, d2020},
-      {"if", d7, d2020},             {"then", d7, d2020},
-      {"else", d7, d2020},           {"$ref", d4, d2020},
-      {"$recursiveRef", d2019, d2019}, {"$dynamicRef", d2020, d2020},
+      {"contentMediaType", d4, d7},
+      {"contentEncoding", d4, d7},  // annotations from 2019-09 on
+      {"dependentRequired", d2019, d2020},
+      {"dependentSchemas", d2019, d2020},
+      {"unevaluatedItems", d2019, d2020},
+      {"unevaluatedProperties", d2019, d2020},
+      {"allOf", d4, d2020},
+      {"anyOf", d4, d2020},
+      {"oneOf", d4, d2020},
+      {"not", d4, d2020},
+      {"if", d7, d2020},
+      {"then", d7, d2020},
+      {"else", d7, d2020},
+      {"$ref", d4, d2020},
+      {"$recursiveRef", d2019, d2019},
+      {"$dynamicRef", d2020, d2020},
   };
   for (const Known& known : kKnown)
     if (known.name == key) return draft >= known.first && draft <= known.last;
@@ -147,12 +172,13 @@ Result<View> Compiler::view_of(const SchemaLocation& location) {
     if (!constraining(key, location.draft) || (ref_alone && key != "$ref")) continue;
     if (key == "format" && !options_.assert_formats) continue;
     const std::string pointer = location.pointer + "/" + pointer_token(key);
-    const size_t limit = key == "enum" ? kMaxEnumValues
+    const size_t limit = key == "enum"                                        ? kMaxEnumValues
                          : key == "allOf" || key == "anyOf" || key == "oneOf" ? kMaxSchemaBranches
                                                                               : SIZE_MAX;
     if (value.is_array() && value.size() > limit)
-      return refusal(key, pointer, std::to_string(value.size()) + " " + (key == "enum" ? "values" : "subschemas") +
-                                       ", more than the limit of " + std::to_string(limit));
+      return refusal(key, pointer,
+                     std::to_string(value.size()) + " " + (key == "enum" ? "values" : "subschemas") +
+                         ", more than the limit of " + std::to_string(limit));
     view.keywords[key].push_back({key, &value, location, pointer, {}});
   }
   return view;
@@ -203,11 +229,11 @@ Result<RuleId> Compiler::view_rule(View view, const std::string& name, Merged me
   if (++budget_.views > kMaxSchemaViews || !grammar_size) {
     const Keyword* first = view.keywords.empty() ? nullptr : &view.keywords.begin()->second[0];
     return refusal(first ? first->name : "schema", first ? first->pointer : "",
-                   !grammar_size ? grammar_size.error().message
-                                 : "compiling the schema takes more than the limit of " +
-                                       std::to_string(kMaxSchemaViews) +
-                                       " subschema views (anyOf / oneOf distributed over their siblings "
-                                       "multiply them)");
+                   !grammar_size
+                       ? grammar_size.error().message
+                       : "compiling the schema takes more than the limit of " + std::to_string(kMaxSchemaViews) +
+                             " subschema views (anyOf / oneOf distributed over their siblings "
+                             "multiply them)");
   }
   // A schema that only points at another is that schema's rule: shared, and recursion works.
   if (view.keywords.size() == 1 && !view.never) {

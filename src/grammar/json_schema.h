@@ -52,8 +52,8 @@ namespace kipp::grammar {
 enum class SchemaDraft { draft4, draft6, draft7, draft2019_09, draft2020_12 };
 
 struct SchemaOptions {
-  bool strict = true;           // false: what cannot be enforced is left out and listed, not refused
-  bool assert_formats = true;   // `format` enforced (2020-12 makes it an annotation by default)
+  bool strict = true;            // false: what cannot be enforced is left out and listed, not refused
+  bool assert_formats = true;    // `format` enforced (2020-12 makes it an annotation by default)
   uint32_t max_whitespace = 16;  // longest run of whitespace allowed between tokens (0 = compact only)
   SchemaDraft default_draft = SchemaDraft::draft2020_12;  // for a schema without $schema
   // Documents referenced by an absolute URI ($ref to another document); empty = refuse such refs.

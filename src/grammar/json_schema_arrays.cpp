@@ -18,7 +18,7 @@ struct Compiler::ArrayShape {
   };
   std::map<const json*, Group> groups;
   uint64_t min_items = 0, max_items = UINT64_MAX;
-  size_t prefix_length = 0;                 // the longest prefix of any group
+  size_t prefix_length = 0;                  // the longest prefix of any group
   std::vector<SchemaLocation> rest_sources;  // what every item past all prefixes must meet
   std::optional<RuleId> rest_rule;           // their rule, built once
 };
@@ -88,8 +88,9 @@ Status Compiler::gather_unevaluated_items(const View& view, ArrayShape& shape) {
       evaluated = std::max(evaluated, group.prefix.size());
     }
     if (everything) continue;
-    shape.groups[keyword.value] = {
-        .prefix = std::vector(evaluated, unconstrained(keyword)), .rest = rest, .lineage = keyword.lineage()};
+    shape.groups[keyword.value] = {.prefix = std::vector(evaluated, unconstrained(keyword)),
+                                   .rest = rest,
+                                   .lineage = keyword.lineage()};
   }
   return {};
 }
@@ -139,8 +140,7 @@ Result<Sequence> Compiler::array_items(ArrayShape& shape) {
     after = builder_.add("array-end", {{}});
   } else {
     KIPP_ASSIGN(const RuleId rest, item_rule(shape, size_t(from)));
-    const RuleId next =
-        builder_.add("array-next", {{GrammarBuilder::call(layout_.comma), GrammarBuilder::call(rest)}});
+    const RuleId next = builder_.add("array-next", {{GrammarBuilder::call(layout_.comma), GrammarBuilder::call(rest)}});
     after = builder_.repeat("array-tail", GrammarBuilder::call(next), 0,
                             max_items == UINT64_MAX ? GrammarBuilder::kUnbounded : uint32_t(max_items - from));
   }

@@ -31,10 +31,10 @@ bool no_common_value(const std::vector<json>& a, const std::vector<json>& b) {
 // branches of a oneOf never accept the same value.
 struct Signature {
   uint8_t types = kAllTypes;
-  std::optional<std::vector<json>> values;         // enum / const
+  std::optional<std::vector<json>> values;        // enum / const
   std::map<std::string, std::vector<json>> tags;  // required properties with enum / const values
   std::set<std::string> required;
-  std::vector<std::set<std::string>> closed;       // per additionalProperties: false, the keys it allows
+  std::vector<std::set<std::string>> closed;  // per additionalProperties: false, the keys it allows
 };
 
 // Objects of `a` have a key that `b` forbids, or a tag value that `b` does not allow.

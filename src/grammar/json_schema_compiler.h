@@ -29,7 +29,13 @@ namespace kipp::grammar {
 // The JSON types as a partition of the values: a number is an integer or a fraction, so that
 // "integer" and "number" intersect and complement exactly.
 enum TypeBit : uint8_t {
-  kNull = 1, kBoolean = 2, kObject = 4, kArray = 8, kString = 16, kFraction = 32, kInteger = 64
+  kNull = 1,
+  kBoolean = 2,
+  kObject = 4,
+  kArray = 8,
+  kString = 16,
+  kFraction = 32,
+  kInteger = 64
 };
 constexpr uint8_t kAllTypes = 127;
 
@@ -127,10 +133,14 @@ struct CompileBudget {
 
 class Compiler {
  public:
-  Compiler(const SchemaOptions& options, SchemaIndex& index, std::vector<Unenforced>& unenforced,
-           CompileBudget& budget, int depth = 0)
-      : options_(options), index_(index), unenforced_(unenforced),
-        layout_(JsonLayout::create(builder_, options.max_whitespace)), depth_(depth), budget_(budget) {}
+  Compiler(const SchemaOptions& options, SchemaIndex& index, std::vector<Unenforced>& unenforced, CompileBudget& budget,
+           int depth = 0)
+      : options_(options),
+        index_(index),
+        unenforced_(unenforced),
+        layout_(JsonLayout::create(builder_, options.max_whitespace)),
+        depth_(depth),
+        budget_(budget) {}
 
   // The rule for a schema's values, shared by every use of the schema (recursion included).
   Result<RuleId> node_rule(const SchemaLocation& location, const std::string& via);

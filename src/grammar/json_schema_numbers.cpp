@@ -42,8 +42,8 @@ struct State {
   Phase phase = kStart;
   bool negative = false;
   bool nonzero = false;
-  uint32_t int_length = 0;   // capped: only compared with the bounds' lengths
-  uint32_t frac_length = 0;  // capped likewise
+  uint32_t int_length = 0;            // capped: only compared with the bounds' lengths
+  uint32_t frac_length = 0;           // capped likewise
   int8_t vs_lower = 0, vs_upper = 0;  // magnitude so far against each bound's magnitude
   uint32_t remainder = 0;
   auto operator<=>(const State&) const = default;
@@ -71,7 +71,8 @@ class NumberAutomaton {
     int_cap_ = bounded ? uint32_t(longest_int + 1) : 0;
     frac_cap_ = (bounded || c.multiple_of) ? uint32_t(longest_frac + 1) : 0;
     // Exponents move the decimal point, which only a bound of 0 (a sign) can ignore.
-    exponent_allowed_ = !c.multiple_of && (!c.lower || c.lower->value.is_zero()) && (!c.upper || c.upper->value.is_zero());
+    exponent_allowed_ =
+        !c.multiple_of && (!c.lower || c.lower->value.is_zero()) && (!c.upper || c.upper->value.is_zero());
   }
 
   Result<std::optional<RuleId>> build() {
@@ -89,7 +90,8 @@ class NumberAutomaton {
       for (const auto& [next, bytes] : targets) {
         auto [found, inserted] = rules.try_emplace(next, 0);
         if (inserted) {
-          if (rules.size() > kMaxStates) return fail("the number constraints need more than ", kMaxStates, " automaton states");
+          if (rules.size() > kMaxStates)
+            return fail("the number constraints need more than ", kMaxStates, " automaton states");
           found->second = builder_.declare(c_.integer ? "integer" : "number");
           pending.push_back(next);
         }
@@ -192,10 +194,8 @@ class NumberAutomaton {
   static void compare_digit(int8_t& vs, const std::optional<Magnitude>& bound, uint32_t at, int d, bool integer_part) {
     if (!bound || vs != 0) return;
     const std::string& digits = integer_part ? bound->integer : bound->fraction;
-    if (at < digits.size())
-      vs = int8_t(sign_of(d - (digits[at] - '0')));
-    else if (!integer_part && d != 0)
-      vs = 1;
+    if (at < digits.size()) vs = int8_t(sign_of(d - (digits[at] - '0')));
+    else if (!integer_part && d != 0) vs = 1;
   }
 
   void finish_int(State& s) const {
@@ -247,7 +247,7 @@ class NumberAutomaton {
   std::optional<Magnitude> lower_, upper_;
   bool signed_ = false;  // the sign and whether a digit is nonzero matter (there is a bound)
   uint32_t int_cap_ = 0, frac_cap_ = 0;
-  uint32_t scale_ = 0;     // multipleOf = modulus_ * 10^-scale_
+  uint32_t scale_ = 0;  // multipleOf = modulus_ * 10^-scale_
   uint64_t modulus_ = 1;
   bool exponent_allowed_ = true;
 };
@@ -337,7 +337,8 @@ std::string plain_decimal(const Decimal& value) {
 Result<std::optional<RuleId>> number_rule(GrammarBuilder& builder, NumberConstraints c) {
   if (c.multiple_of) {
     const Magnitude step = magnitude_of(*c.multiple_of);
-    const std::string digits = (step.integer + step.fraction).substr((step.integer + step.fraction).find_first_not_of('0'));
+    const std::string digits =
+        (step.integer + step.fraction).substr((step.integer + step.fraction).find_first_not_of('0'));
     if (digits.size() > 12 || std::stoull(digits) > kMaxModulus)
       return fail("multipleOf ", plain_decimal(*c.multiple_of), " needs a modulus above ", kMaxModulus);
     uint64_t modulus = std::stoull(digits);

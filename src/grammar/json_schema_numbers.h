@@ -19,7 +19,7 @@ namespace kipp::grammar {
 // An exact decimal: (negative ? -1 : 1) * digits * 10^exponent.
 struct Decimal {
   bool negative = false;
-  std::string digits;    // significant digits without leading or trailing zeros; empty for 0
+  std::string digits;  // significant digits without leading or trailing zeros; empty for 0
   int64_t exponent = 0;
   bool is_zero() const { return digits.empty(); }
   bool is_integer() const { return digits.empty() || exponent >= 0; }

@@ -210,8 +210,7 @@ Result<std::optional<RuleId>> Compiler::named_member(const ObjectShape& shape, c
       matched |= *matches;
     }
     if (matched) sources.push_back(*group.pattern_schema);
-    if (auto found = group.properties.find(property); found != group.properties.end())
-      sources.push_back(found->second);
+    if (auto found = group.properties.find(property); found != group.properties.end()) sources.push_back(found->second);
     else if (group.additional && !matched) sources.push_back(*group.additional);
   }
   KIPP_ASSIGN(const bool impossible, is_never(sources));
@@ -244,8 +243,8 @@ Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& sha
   if (patterned) {
     KIPP_ASSIGN(key, patterned_key(*patterned->pattern_schema, patterned->key_patterns, shape.named));
   } else {
-    key = shape.named.empty() ? any_string()
-                              : string_not_in(builder_, chars_, {shape.named.begin(), shape.named.end()});
+    key =
+        shape.named.empty() ? any_string() : string_not_in(builder_, chars_, {shape.named.begin(), shape.named.end()});
   }
   return std::optional<RuleId>(member_rule({GrammarBuilder::call(key)}, value, "additional-member"));
 }
@@ -261,12 +260,10 @@ RuleId Compiler::member_rule(Sequence key, RuleId value, std::string_view name) 
 std::optional<RuleId> Compiler::object_of(const ObjectShape& shape, Permutation permutation) {
   std::vector<Sequence> alternatives;
   if (shape.min_members == 0 && shape.required.empty()) alternatives.push_back(enclosed('{', {}, '}'));
-  const bool enough =
-      permutation.additional || permutation.members.size() >= std::max<uint64_t>(shape.min_members, 1);
+  const bool enough = permutation.additional || permutation.members.size() >= std::max<uint64_t>(shape.min_members, 1);
   if (shape.max_members >= 1 && enough) {
     permutation.min_members = uint32_t(std::max<uint64_t>(shape.min_members, 1));
-    permutation.max_members =
-        shape.max_members == UINT64_MAX ? Permutation::kUnbounded : uint32_t(shape.max_members);
+    permutation.max_members = shape.max_members == UINT64_MAX ? Permutation::kUnbounded : uint32_t(shape.max_members);
     alternatives.push_back(enclosed('{', {builder_.permutation(std::move(permutation))}, '}'));
   }
   if (alternatives.empty()) return std::nullopt;

@@ -142,7 +142,8 @@ std::string resolve_uri(std::string_view base_text, std::string_view reference) 
           target.path = remove_dot_segments("/" + ref.path);
         } else {
           const size_t slash = base.path.rfind('/');
-          target.path = remove_dot_segments((slash == std::string::npos ? "" : base.path.substr(0, slash + 1)) + ref.path);
+          target.path =
+              remove_dot_segments((slash == std::string::npos ? "" : base.path.substr(0, slash + 1)) + ref.path);
         }
         target.query = ref.query;
       }
@@ -157,12 +158,9 @@ std::string resolve_uri(std::string_view base_text, std::string_view reference) 
 std::string pointer_token(std::string_view name) {
   std::string out;
   for (char c : name) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
   }
   return out;
 }
@@ -174,7 +172,8 @@ Result<SchemaLocation> SchemaIndex::add_root(const json& schema) {
   return location_of(schema, {base, options_.default_draft, ""}, "");
 }
 
-Status SchemaIndex::walk(const json& node, std::string base, SchemaDraft draft, const std::string& pointer, bool resource_root) {
+Status SchemaIndex::walk(const json& node, std::string base, SchemaDraft draft, const std::string& pointer,
+                         bool resource_root) {
   if (!node.is_object()) {
     nodes_.emplace(&node, NodeInfo{base, draft, pointer});
     return {};
@@ -184,8 +183,8 @@ Status SchemaIndex::walk(const json& node, std::string base, SchemaDraft draft, 
   if (auto schema = node.find("$schema"); schema != node.end() && schema->is_string() && (resource_root || has_id)) {
     auto named = draft_named(schema->get_ref<const std::string&>());
     if (!named)
-      return fail("keyword '$schema' at ", pointer, "/$schema: the meta-schema '", schema->get_ref<const std::string&>(),
-                  "' is not known, so neither are the vocabularies it uses");
+      return fail("keyword '$schema' at ", pointer, "/$schema: the meta-schema '",
+                  schema->get_ref<const std::string&>(), "' is not known, so neither are the vocabularies it uses");
     draft = *named;
   }
   const std::string id_key = draft == SchemaDraft::draft4 ? "id" : "$id";
@@ -208,16 +207,23 @@ Status SchemaIndex::walk(const json& node, std::string base, SchemaDraft draft, 
 
   const bool since6 = draft >= SchemaDraft::draft6, since7 = draft >= SchemaDraft::draft7;
   const bool since2019 = draft >= SchemaDraft::draft2019_09, is2020 = draft == SchemaDraft::draft2020_12;
-  const std::pair<const char*, bool> singles[] = {
-      {"additionalProperties", true}, {"propertyNames", since6}, {"additionalItems", !is2020},
-      {"contains", since6}, {"not", true}, {"if", since7}, {"then", since7}, {"else", since7},
-      {"unevaluatedItems", since2019}, {"unevaluatedProperties", since2019}, {"contentSchema", since2019},
-      {"items", true}};
-  const std::pair<const char*, bool> maps[] = {{"properties", true}, {"patternProperties", true}, {"definitions", true},
-                                               {"$defs", since2019}, {"dependentSchemas", since2019},
-                                               {"dependencies", !since2019}};
-  const std::pair<const char*, bool> lists[] = {{"allOf", true}, {"anyOf", true}, {"oneOf", true},
-                                                {"prefixItems", is2020}, {"items", !is2020}};
+  const std::pair<const char*, bool> singles[] = {{"additionalProperties", true},
+                                                  {"propertyNames", since6},
+                                                  {"additionalItems", !is2020},
+                                                  {"contains", since6},
+                                                  {"not", true},
+                                                  {"if", since7},
+                                                  {"then", since7},
+                                                  {"else", since7},
+                                                  {"unevaluatedItems", since2019},
+                                                  {"unevaluatedProperties", since2019},
+                                                  {"contentSchema", since2019},
+                                                  {"items", true}};
+  const std::pair<const char*, bool> maps[] = {
+      {"properties", true}, {"patternProperties", true},     {"definitions", true},
+      {"$defs", since2019}, {"dependentSchemas", since2019}, {"dependencies", !since2019}};
+  const std::pair<const char*, bool> lists[] = {
+      {"allOf", true}, {"anyOf", true}, {"oneOf", true}, {"prefixItems", is2020}, {"items", !is2020}};
   const std::string here = pointer + "/";
   for (const auto& [key, known] : singles) {
     auto value = node.find(key);
@@ -228,7 +234,8 @@ Status SchemaIndex::walk(const json& node, std::string base, SchemaDraft draft, 
     auto value = node.find(key);
     if (!known || value == node.end() || !value->is_object()) continue;
     for (const auto& [name, sub] : value->items())
-      if (sub.is_object() || sub.is_boolean()) KIPP_TRY(walk(sub, base, draft, here + key + "/" + pointer_token(name), false));
+      if (sub.is_object() || sub.is_boolean())
+        KIPP_TRY(walk(sub, base, draft, here + key + "/" + pointer_token(name), false));
   }
   for (const auto& [key, known] : lists) {
     auto value = node.find(key);
@@ -292,8 +299,7 @@ Result<SchemaLocation> SchemaIndex::resolve(std::string_view reference, const Sc
     if (node->is_object() && node->contains(token)) {
       node = &(*node)[token];
     } else if (node->is_array() && !token.empty() && token.size() < 10 &&
-               token.find_first_not_of("0123456789") == std::string::npos &&
-               std::stoull(token) < node->size()) {
+               token.find_first_not_of("0123456789") == std::string::npos && std::stoull(token) < node->size()) {
       node = &(*node)[std::stoull(token)];
     } else {
       return fail("the pointer '", fragment, "' does not lead to a value in '", uri, "'");

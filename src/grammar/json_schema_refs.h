@@ -24,7 +24,7 @@ namespace kipp::grammar {
 // A schema and what is needed to read it.
 struct SchemaLocation {
   const nlohmann::json* node = nullptr;
-  std::string base;     // absolute URI without fragment, for the $refs inside
+  std::string base;  // absolute URI without fragment, for the $refs inside
   SchemaDraft draft = SchemaDraft::draft2020_12;
   std::string pointer;  // for messages: JSON pointer, "<uri>#<pointer>" outside the root document
 };
@@ -54,7 +54,8 @@ class SchemaIndex {
     SchemaDraft draft;
     std::string pointer;
   };
-  Status walk(const nlohmann::json& node, std::string base, SchemaDraft draft, const std::string& pointer, bool resource_root);
+  Status walk(const nlohmann::json& node, std::string base, SchemaDraft draft, const std::string& pointer,
+              bool resource_root);
   Result<const nlohmann::json*> resource(const std::string& uri, SchemaDraft draft);
   SchemaLocation location_of(const nlohmann::json& node, const NodeInfo& fallback, const std::string& pointer) const;
 

@@ -36,7 +36,8 @@ RuleId JsonStringChars::rule(GrammarBuilder& builder, const CodePointRanges& ran
   if (!raw.empty()) alternatives.push_back({GrammarBuilder::call(builder.utf8_class("json-char-raw", raw, false))});
   for (char escaped : {'"', '\\', '/'})
     if (contains(set, uint8_t(escaped))) alternatives.push_back(builder.literal(std::string("\\") + escaped));
-  static constexpr std::pair<char, char> kShortEscapes[] = {{'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}};
+  static constexpr std::pair<char, char> kShortEscapes[] = {
+      {'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}};
   for (const auto& [control, letter] : kShortEscapes)
     if (contains(set, uint8_t(control))) alternatives.push_back(builder.literal(std::string("\\") + letter));
   // \u00XX for the control characters of the set: one alternative per high hex digit.

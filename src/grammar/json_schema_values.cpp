@@ -115,8 +115,8 @@ std::string JsonValueSet::key_of(const json& value) {
 
 bool JsonValueSet::contains(const json& value) const {
   const auto found = by_key_.find(key_of(value));
-  return found != by_key_.end() &&
-         std::any_of(found->second.begin(), found->second.end(), [&](const json& other) { return json_equal(other, value); });
+  return found != by_key_.end() && std::any_of(found->second.begin(), found->second.end(),
+                                               [&](const json& other) { return json_equal(other, value); });
 }
 
 bool JsonValueSet::insert(const json& value) {
@@ -197,7 +197,8 @@ Result<RuleId> literal_rule(GrammarBuilder& builder, const JsonLayout& layout, c
       return builder.add("const-array", {std::move(sequence)});
     }
     case json::value_t::string:
-      return builder.add("const-string", {builder.literal("\"" + escape_json_string(value.get_ref<const std::string&>()) + "\"")});
+      return builder.add("const-string",
+                         {builder.literal("\"" + escape_json_string(value.get_ref<const std::string&>()) + "\"")});
     case json::value_t::number_integer:
     case json::value_t::number_unsigned:
     case json::value_t::number_float: {
@@ -206,7 +207,8 @@ Result<RuleId> literal_rule(GrammarBuilder& builder, const JsonLayout& layout, c
       equal.lower = NumberBound{number, false};
       equal.upper = NumberBound{number, false};
       KIPP_ASSIGN(const std::optional<RuleId> rule, number_rule(builder, equal));
-      if (!rule) return fail("the number ", plain_decimal(number), " has no spelling");  // cannot happen: it spells itself
+      if (!rule)
+        return fail("the number ", plain_decimal(number), " has no spelling");  // cannot happen: it spells itself
       return *rule;
     }
     default: return builder.add("const-" + std::string(value.type_name()), {builder.literal(value.dump())});

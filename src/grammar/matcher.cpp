@@ -75,8 +75,7 @@ void Automaton::flatten() {
   rule_starts_.resize(grammar_.rules.size());
   for (size_t r = 0; r < grammar_.rules.size(); ++r)
     for (const Sequence& alternative : grammar_.rules[r].alternatives) {
-      if (!std::all_of(alternative.begin(), alternative.end(), [&](const Item& i) { return productive(i); }))
-        continue;
+      if (!std::all_of(alternative.begin(), alternative.end(), [&](const Item& i) { return productive(i); })) continue;
       rule_starts_[r].push_back(uint32_t(items_.size()));
       for (const Item& item : alternative) {
         const FlatItem::Kind kind = item.kind == ItemKind::bytes  ? FlatItem::bytes
@@ -119,17 +118,14 @@ Status Automaton::closure(std::vector<uint32_t>& work, std::vector<uint32_t>& to
     if (visit_stamp_[id] == stamp_) continue;
     visit_stamp_[id] = stamp_;
     if (++steps_ - steps_before > kMaxClosureSteps)
-      return limit_exceeded("one matcher state needs more than the limit of ", kMaxClosureSteps,
-                            " parse stacks (the grammar nests repetitions of what can match nothing, or is too ambiguous)");
+      return limit_exceeded(
+          "one matcher state needs more than the limit of ", kMaxClosureSteps,
+          " parse stacks (the grammar nests repetitions of what can match nothing, or is too ambiguous)");
     const Node node = nodes_[id];  // a copy: interning below may move the nodes
     const FlatItem item = items_[node.position];
     switch (item.kind) {
-      case FlatItem::bytes:
-        tops.push_back(id);
-        break;
-      case FlatItem::end:
-        work.push_back(node.parent);
-        break;
+      case FlatItem::bytes: tops.push_back(id); break;
+      case FlatItem::end: work.push_back(node.parent); break;
       case FlatItem::rule: {
         KIPP_ASSIGN(const uint32_t back, continuation(node.position, node.parent));
         for (uint32_t start : rule_starts_[item.index]) {
@@ -138,9 +134,7 @@ Status Automaton::closure(std::vector<uint32_t>& work, std::vector<uint32_t>& to
         }
         break;
       }
-      case FlatItem::permutation:
-        KIPP_TRY(expand_permutation(node, work));
-        break;
+      case FlatItem::permutation: KIPP_TRY(expand_permutation(node, work)); break;
     }
   }
   return {};
@@ -219,7 +213,8 @@ Result<StateId> Automaton::make_state(std::vector<uint32_t> tops, bool accepting
   // computes transitions only for the bytes that survive.
   ByteSet readable;
   for (uint32_t top : data.tops) readable.add_all(grammar_.byte_sets[items_[nodes_[top].position].index]);
-  for (unsigned byte = 0; byte < 256; ++byte) (*data.next)[byte] = readable.has(uint8_t(byte)) ? -1 : int32_t(kDeadState);
+  for (unsigned byte = 0; byte < 256; ++byte)
+    (*data.next)[byte] = readable.has(uint8_t(byte)) ? -1 : int32_t(kDeadState);
   stored_tops_ += 2 * data.tops.size();
   states_.push_back(std::move(data));
   state_ids_.emplace(std::move(key), id);

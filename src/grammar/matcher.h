@@ -123,9 +123,9 @@ class Automaton {
 
 // Whether `text` is a whole sentence of the grammar, or else how far it is a prefix of one.
 struct TextCheck {
-  bool complete = false;    // the whole text is a sentence
-  bool prefix = false;      // the whole text is a prefix of some sentence (true when complete)
-  size_t valid_bytes = 0;   // the longest prefix of the text that is a prefix of a sentence
+  bool complete = false;   // the whole text is a sentence
+  bool prefix = false;     // the whole text is a prefix of some sentence (true when complete)
+  size_t valid_bytes = 0;  // the longest prefix of the text that is a prefix of a sentence
 };
 Result<TextCheck> check_text(Automaton& automaton, std::string_view text);
 

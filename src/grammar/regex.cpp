@@ -160,7 +160,8 @@ class Parser {
   Result<Node> parse_group() {
     const size_t start = pos_;
     if (group_depth_ == kMaxPatternGroupDepth)
-      return limit_exceeded("pattern: groups nest deeper than the limit of ", kMaxPatternGroupDepth, " levels at offset ", start);
+      return limit_exceeded("pattern: groups nest deeper than the limit of ", kMaxPatternGroupDepth,
+                            " levels at offset ", start);
     ++pos_;  // '('
     if (peek() == '?') {
       if (peek(1) == ':') {
@@ -225,9 +226,18 @@ class Parser {
     const size_t start = pos_;
     Quantifier quantifier{};
     switch (peek()) {
-      case '*': quantifier = {0, kUnbounded}; ++pos_; break;
-      case '+': quantifier = {1, kUnbounded}; ++pos_; break;
-      case '?': quantifier = {0, 1}; ++pos_; break;
+      case '*':
+        quantifier = {0, kUnbounded};
+        ++pos_;
+        break;
+      case '+':
+        quantifier = {1, kUnbounded};
+        ++pos_;
+        break;
+      case '?':
+        quantifier = {0, 1};
+        ++pos_;
+        break;
       case '{': {
         const auto braces = brace_quantifier(pos_);
         if (!braces) return std::optional<Quantifier>();

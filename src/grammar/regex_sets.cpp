@@ -17,10 +17,8 @@ const std::array<CodePointRanges, 30>& category_sets() {
     std::array<CodePointRanges, 30> by_category;
     for (uint32_t cp = 0; cp <= kMaxCodePoint; ++cp) {
       CodePointRanges& set = by_category[size_t(utf8proc_category(utf8proc_int32_t(cp)))];
-      if (!set.empty() && set.back().second + 1 == cp)
-        set.back().second = cp;
-      else
-        set.push_back({cp, cp});
+      if (!set.empty() && set.back().second + 1 == cp) set.back().second = cp;
+      else set.push_back({cp, cp});
     }
     for (CodePointRanges& set : by_category) set = normalized(std::move(set));
     return by_category;
@@ -44,10 +42,10 @@ constexpr uint32_t kMarks =
     category_bit(UTF8PROC_CATEGORY_MN) | category_bit(UTF8PROC_CATEGORY_MC) | category_bit(UTF8PROC_CATEGORY_ME);
 constexpr uint32_t kNumbers =
     category_bit(UTF8PROC_CATEGORY_ND) | category_bit(UTF8PROC_CATEGORY_NL) | category_bit(UTF8PROC_CATEGORY_NO);
-constexpr uint32_t kPunctuation =
-    category_bit(UTF8PROC_CATEGORY_PC) | category_bit(UTF8PROC_CATEGORY_PD) | category_bit(UTF8PROC_CATEGORY_PS) |
-    category_bit(UTF8PROC_CATEGORY_PE) | category_bit(UTF8PROC_CATEGORY_PI) | category_bit(UTF8PROC_CATEGORY_PF) |
-    category_bit(UTF8PROC_CATEGORY_PO);
+constexpr uint32_t kPunctuation = category_bit(UTF8PROC_CATEGORY_PC) | category_bit(UTF8PROC_CATEGORY_PD) |
+                                  category_bit(UTF8PROC_CATEGORY_PS) | category_bit(UTF8PROC_CATEGORY_PE) |
+                                  category_bit(UTF8PROC_CATEGORY_PI) | category_bit(UTF8PROC_CATEGORY_PF) |
+                                  category_bit(UTF8PROC_CATEGORY_PO);
 constexpr uint32_t kSymbols = category_bit(UTF8PROC_CATEGORY_SM) | category_bit(UTF8PROC_CATEGORY_SC) |
                               category_bit(UTF8PROC_CATEGORY_SK) | category_bit(UTF8PROC_CATEGORY_SO);
 constexpr uint32_t kSeparators =
@@ -160,8 +158,7 @@ CodePointRanges normalized(CodePointRanges ranges) {
     const uint32_t end = std::min(last, kMaxCodePoint);
     if (!merged.empty() && first <= merged.back().second + 1)
       merged.back().second = std::max(merged.back().second, end);
-    else
-      merged.push_back({first, end});
+    else merged.push_back({first, end});
   }
   CodePointRanges scalar;
   for (const auto& [first, last] : merged) {
@@ -191,9 +188,16 @@ const CodePointRanges& word_set() {
   return set;
 }
 const CodePointRanges& space_set() {
-  static const CodePointRanges set = normalized({{0x09, 0x0D}, {0x20, 0x20}, {0xA0, 0xA0}, {0x1680, 0x1680},
-                                                 {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F},
-                                                 {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}});
+  static const CodePointRanges set = normalized({{0x09, 0x0D},
+                                                 {0x20, 0x20},
+                                                 {0xA0, 0xA0},
+                                                 {0x1680, 0x1680},
+                                                 {0x2000, 0x200A},
+                                                 {0x2028, 0x2029},
+                                                 {0x202F, 0x202F},
+                                                 {0x205F, 0x205F},
+                                                 {0x3000, 0x3000},
+                                                 {0xFEFF, 0xFEFF}});
   return set;
 }
 const CodePointRanges& dot_set() {

@@ -36,8 +36,8 @@ class RewriteBudget {
   Status spend(size_t nodes) {
     left_ = nodes > left_ ? 0 : left_ - nodes;
     if (left_ == 0)
-      return limit_exceeded("pattern: rewriting its repetitions of optional parts takes more than ",
-                            kMaxRewrittenNodes, " nodes: simplify the pattern");
+      return limit_exceeded("pattern: rewriting its repetitions of optional parts takes more than ", kMaxRewrittenNodes,
+                            " nodes: simplify the pattern");
     return {};
   }
 

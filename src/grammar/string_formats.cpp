@@ -23,7 +23,8 @@ std::string full_date() {
   return "(?:\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])"
          "|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)"
          "|02-(?:0[1-9]|1\\d|2[0-8]))"
-         "|" + leap_year + "-02-29)";
+         "|" +
+         leap_year + "-02-29)";
 }
 
 // A leap second is :60 in the minute that ends 23:59 UTC: for each local hour and minute, the
@@ -38,7 +39,7 @@ std::string leap_second_time(const std::string& fraction) {
     for (int minute = 0; minute < 60; ++minute) {
       const int local = hour * 60 + minute;
       const int ahead = (local - kLastMinute + kMinutesPerDay) % kMinutesPerDay;  // local = UTC + ahead
-      const int behind = (kLastMinute - local) % kMinutesPerDay;                 // local = UTC - behind
+      const int behind = (kLastMinute - local) % kMinutesPerDay;                  // local = UTC - behind
       minutes += (minute ? "|" : "") + two_digits(minute) + ":60" + fraction + "(?:\\+" + offset(ahead) + "|-" +
                  offset(behind) + (local == kLastMinute ? "|[Zz]" : "") + ")";
     }
@@ -95,8 +96,7 @@ std::string email() {
   const std::string quoted = "\"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\x20-\\x7E])*\"";
   const std::string label = "[A-Za-z0-9](?:[A-Za-z0-9\\-]*[A-Za-z0-9])?";
   const std::string literal = "\\[(?:" + ipv4() + "|IPv6:" + ipv6(6) + ")\\]";
-  return "(?:" + atom + "(?:\\." + atom + ")*|" + quoted + ")@(?:" + label + "(?:\\." + label + ")*|" + literal +
-         ")";
+  return "(?:" + atom + "(?:\\." + atom + ")*|" + quoted + ")@(?:" + label + "(?:\\." + label + ")*|" + literal + ")";
 }
 
 // --- RFC 3986 URIs and RFC 3987 IRIs: one ABNF, IRIs allowing more characters. ---

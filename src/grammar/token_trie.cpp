@@ -68,7 +68,8 @@ TokenTrie TokenTrie::build(uint32_t vocab, const std::function<std::string_view(
   // first_child_[n] is n by construction: every node but the root is someone's child.
   trie.token_ids_.assign(spelled.size(), 0);
   std::vector<uint32_t> next_slot(trie.first_token_.begin(), trie.first_token_.end() - 1);
-  for (size_t k = 0; k < spelled.size(); ++k) trie.token_ids_[next_slot[breadth_of[token_node[k]]]++] = spelled[k].second;
+  for (size_t k = 0; k < spelled.size(); ++k)
+    trie.token_ids_[next_slot[breadth_of[token_node[k]]]++] = spelled[k].second;
   return trie;
 }
 

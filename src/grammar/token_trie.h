@@ -36,10 +36,10 @@ class TokenTrie {
   size_t token_count() const { return token_ids_.size(); }
 
  private:
-  std::vector<uint8_t> bytes_;          // per node
-  std::vector<NodeId> first_child_;     // per node, plus one past the end
-  std::vector<uint32_t> first_token_;   // per node, plus one past the end: into token_ids_
-  std::vector<uint32_t> token_ids_;     // grouped by node, in node order
+  std::vector<uint8_t> bytes_;         // per node
+  std::vector<NodeId> first_child_;    // per node, plus one past the end
+  std::vector<uint32_t> first_token_;  // per node, plus one past the end: into token_ids_
+  std::vector<uint32_t> token_ids_;    // grouped by node, in node order
   uint32_t vocab_ = 0;
 };
 

@@ -36,11 +36,14 @@ std::optional<HeadScheme> parse_head_scheme(std::string_view name) {
 
 bool ExpectedTensor::is_projection() const {
   switch (role) {
-    case TensorRole::attn_q: case TensorRole::attn_k: case TensorRole::attn_v: case TensorRole::attn_output:
-    case TensorRole::ffn_gate: case TensorRole::ffn_up: case TensorRole::ffn_down:
-      return true;
-    default:
-      return false;
+    case TensorRole::attn_q:
+    case TensorRole::attn_k:
+    case TensorRole::attn_v:
+    case TensorRole::attn_output:
+    case TensorRole::ffn_gate:
+    case TensorRole::ffn_up:
+    case TensorRole::ffn_down: return true;
+    default: return false;
   }
 }
 

@@ -70,20 +70,32 @@ std::string_view head_scheme_name(HeadScheme head);
 std::optional<HeadScheme> parse_head_scheme(std::string_view name);
 
 enum class TensorRole {
-  token_embedding, attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm,
-  ffn_norm, ffn_gate, ffn_up, ffn_down, output_norm, output,
+  token_embedding,
+  attn_norm,
+  attn_q,
+  attn_k,
+  attn_v,
+  attn_output,
+  attn_q_norm,
+  attn_k_norm,
+  ffn_norm,
+  ffn_gate,
+  ffn_up,
+  ffn_down,
+  output_norm,
+  output,
 };
 
 struct ExpectedTensor {
-  std::string gguf_name;      // llama.cpp name, e.g. blk.3.ffn_up.weight
-  std::string hf_name;        // safetensors name, e.g. model.layers.3.mlp.up_proj.weight
+  std::string gguf_name;  // llama.cpp name, e.g. blk.3.ffn_up.weight
+  std::string hf_name;    // safetensors name, e.g. model.layers.3.mlp.up_proj.weight
   TensorRole role;
-  int layer;                  // -1 outside the layer stack
-  uint64_t rows;              // output features (1 for a norm vector)
-  uint64_t cols;              // input features: the contiguous dimension
+  int layer;      // -1 outside the layer stack
+  uint64_t rows;  // output features (1 for a norm vector)
+  uint64_t cols;  // input features: the contiguous dimension
   bool is_vector() const { return rows == 1; }
-  bool is_head = false;       // the output head: the embedding when tied, output.weight when untied
-  bool is_projection() const;  // one of the seven per-layer matrices a scheme may quantize
+  bool is_head = false;                     // the output head: the embedding when tied, output.weight when untied
+  bool is_projection() const;               // one of the seven per-layer matrices a scheme may quantize
   std::vector<uint64_t> gguf_dims() const;  // {cols} or {cols, rows}
   std::vector<uint64_t> hf_shape() const;   // {cols} or {rows, cols}
 };

@@ -80,8 +80,8 @@ Result<QuantScheme> check_scheme(const gguf::File& file) {
                 "\", expected bf16, q8_0 or affine4_gs32");
   KIPP_ASSIGN(uint32_t file_type, file.get_u32(keys::file_type));
   if (file_type != llama_file_type(*scheme))
-    return fail("metadata ", keys::file_type, " is ", file_type, ", expected ", llama_file_type(*scheme), " for scheme ",
-                name);
+    return fail("metadata ", keys::file_type, " is ", file_type, ", expected ", llama_file_type(*scheme),
+                " for scheme ", name);
   return *scheme;
 }
 
@@ -104,7 +104,8 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
   for (size_t id = 0; id < tokens->strings.size(); ++id) {
     std::string_view text = tokens->strings[id];
     if (text.empty() || text.size() > kMaxTokenBytes)
-      return fail("metadata ", keys::tokens, ": token ", id, " has ", text.size(), " bytes, expected 1 to ", kMaxTokenBytes);
+      return fail("metadata ", keys::tokens, ": token ", id, " has ", text.size(), " bytes, expected 1 to ",
+                  kMaxTokenBytes);
     if (!utf8::validate(text)) return fail("metadata ", keys::tokens, ": token ", id, " is not valid UTF-8");
   }
   data.tokens = tokens->strings;

@@ -38,8 +38,8 @@ struct LayerWeights {
 struct ModelWeights {
   WeightView token_embedding;  // [vocab, hidden] BF16
   std::vector<LayerWeights> layers;
-  WeightView output_norm;      // [hidden]
-  WeightView lm_head;          // [vocab, hidden]: the token embedding itself when tied
+  WeightView output_norm;  // [hidden]
+  WeightView lm_head;      // [vocab, hidden]: the token embedding itself when tied
 };
 
 // Bytes of weights one decode step reads: every layer tensor, the output norm and head, and one

@@ -30,7 +30,8 @@ std::optional<uint64_t> file_size(const std::string& path) {
 std::string short_hash(const std::string& hex) { return hex.substr(0, 12) + "…"; }
 
 // The SHA-256 of a file, with a progress line for big ones.
-Result<std::string> hash_file(const std::string& path, const std::string& name, uint64_t size, ProgressDisplay* progress) {
+Result<std::string> hash_file(const std::string& path, const std::string& name, uint64_t size,
+                              ProgressDisplay* progress) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (!file) return fail(path, ": cannot open for verification: ", std::strerror(errno));
   const bool show = progress && size >= kHashProgressBytes;
@@ -81,8 +82,8 @@ Result<FileCheck> check_file(const std::string& path, const HubFile& file, Progr
   if (check.verified) {
     for (size_t i = 0; i < ways.size(); ++i) check.verification += (i ? ", " : "") + ways[i];
   } else {
-    check.verification = std::string("NOT verified: the hub stated no hash for it") +
-                         (file.size ? " (size checked)" : "");
+    check.verification =
+        std::string("NOT verified: the hub stated no hash for it") + (file.size ? " (size checked)" : "");
   }
   return check;
 }
@@ -94,7 +95,8 @@ namespace {
 // hub stated.
 class PartSink : public BodySink {
  public:
-  PartSink(std::string path, std::string name, uint64_t have, std::optional<uint64_t> expected, ProgressDisplay* progress)
+  PartSink(std::string path, std::string name, uint64_t have, std::optional<uint64_t> expected,
+           ProgressDisplay* progress)
       : path_(std::move(path)), name_(std::move(name)), have_(have), expected_(expected), progress_(progress) {}
   ~PartSink() override {
     if (file_) std::fclose(file_);
@@ -108,7 +110,8 @@ class PartSink : public BodySink {
       const std::string header = response.header("content-range");
       const auto range = parse_content_range(header);
       if (!range || !range->start || *range->start != have_)
-        return fail(name_, ": asked the server to resume at byte ", have_, ", it answered with Content-Range \"", header, "\"");
+        return fail(name_, ": asked the server to resume at byte ", have_, ", it answered with Content-Range \"",
+                    header, "\"");
       if (range->total && expected_ && *range->total != *expected_)
         return fail(name_, ": the server has ", *range->total, " bytes, the hub listing says ", *expected_);
       if (!total) total = range->total;
@@ -118,8 +121,8 @@ class PartSink : public BodySink {
         restarted_ = true;
         have_ = 0;
       }
-      if (const std::string length = response.header("content-length"); !length.empty() && expected_ &&
-                                                                          length != std::to_string(*expected_))
+      if (const std::string length = response.header("content-length");
+          !length.empty() && expected_ && length != std::to_string(*expected_))
         return fail(name_, ": the server is sending ", length, " bytes, the hub listing says ", *expected_);
       file_ = std::fopen(path_.c_str(), "wb");
     }
@@ -189,7 +192,8 @@ Status transfer(DownloadContext& context, HubFile& file, const std::string& part
     if (!got) return got.error();
     KIPP_TRY(closed);
     const HttpResponse& response = *got;
-    if (sink.restarted()) say(context, file.name + ": the server ignored the range request; downloading from the start");
+    if (sink.restarted())
+      say(context, file.name + ": the server ignored the range request; downloading from the start");
     KIPP_TRY(merge_linked_etag(file, response.linked_etag));
     have = file_size(part).value_or(0);
 
@@ -255,7 +259,8 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
       outcome.verification = check.verification;
       return outcome;
     }
-    say(context, file.name + ": the earlier download no longer matches the hub (" + check.mismatch + "); downloading it again");
+    say(context,
+        file.name + ": the earlier download no longer matches the hub (" + check.mismatch + "); downloading it again");
   }
 
   KIPP_TRY(transfer(context, file, part, outcome));

@@ -17,23 +17,23 @@ namespace kipp::pull {
 struct DownloadContext {
   HttpClient* http = nullptr;
   HubRepo repo;
-  std::string dir;                                // where FILE and FILE.part live
-  ProgressDisplay* progress = nullptr;            // optional
-  std::function<void(const std::string&)> note;   // one-line messages; optional
+  std::string dir;                               // where FILE and FILE.part live
+  ProgressDisplay* progress = nullptr;           // optional
+  std::function<void(const std::string&)> note;  // one-line messages; optional
   RetryPolicy retry;
 };
 
 struct FileOutcome {
   std::string name;
-  std::string path;            // the verified file, dir/name
+  std::string path;  // the verified file, dir/name
   uint64_t size = 0;
-  std::string sha256;          // of the bytes on disk (always computed)
-  bool reused = false;         // complete from an earlier pull, not transferred again
-  bool in_hf_cache = false;    // found in the Hugging Face cache, used where it is
-  uint64_t transferred = 0;    // bytes received in this run
-  uint64_t resumed_from = 0;   // > 0: an earlier .part was continued from this byte
-  bool verified = false;       // a hub-stated hash was checked
-  std::string verification;    // how: "SHA-256 1a2b3c4d5e6f… = hub LFS id (tree listing)", or why not
+  std::string sha256;         // of the bytes on disk (always computed)
+  bool reused = false;        // complete from an earlier pull, not transferred again
+  bool in_hf_cache = false;   // found in the Hugging Face cache, used where it is
+  uint64_t transferred = 0;   // bytes received in this run
+  uint64_t resumed_from = 0;  // > 0: an earlier .part was continued from this byte
+  bool verified = false;      // a hub-stated hash was checked
+  std::string verification;   // how: "SHA-256 1a2b3c4d5e6f… = hub LFS id (tree listing)", or why not
 };
 
 // What comparing a file on disk with the statements about it (size, SHA-256, git blob id) found.

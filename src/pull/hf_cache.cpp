@@ -51,8 +51,7 @@ Result<FileOutcome> verify_cached(const std::string& dir, const std::string& nam
   outcome.reused = true;
   outcome.in_hf_cache = true;
   outcome.verified = check.verified;
-  outcome.verification = check.verified ? check.verification
-                                        : "NOT verified: not a link to a blob named by its hash";
+  outcome.verification = check.verified ? check.verification : "NOT verified: not a link to a blob named by its hash";
   return outcome;
 }
 
@@ -61,8 +60,8 @@ Result<FileOutcome> verify_cached(const std::string& dir, const std::string& nam
 std::string hf_snapshot_dir(const std::string& cache_dir, const Checkpoint& checkpoint) {
   const std::string_view repository = checkpoint.repository;  // "Org/Name" -> models--Org--Name
   const size_t slash = repository.find('/');
-  const std::string folder = "models--" + std::string(repository.substr(0, slash)) + "--" +
-                             std::string(repository.substr(slash + 1));
+  const std::string folder =
+      "models--" + std::string(repository.substr(0, slash)) + "--" + std::string(repository.substr(slash + 1));
   return cache_dir + "/" + folder + "/snapshots/" + std::string(checkpoint.revision);
 }
 

@@ -17,9 +17,9 @@ namespace kipp::pull {
 namespace {
 
 constexpr long kConnectTimeoutSeconds = 20;
-constexpr long kStallSeconds = 60;           // a transfer under 1 byte/s this long counts as dropped
+constexpr long kStallSeconds = 60;  // a transfer under 1 byte/s this long counts as dropped
 constexpr long kSmallRequestTimeoutSeconds = 120;
-constexpr size_t kErrorBodyBytes = 4096;     // how much of an error response body we keep
+constexpr size_t kErrorBodyBytes = 4096;  // how much of an error response body we keep
 constexpr int kMaxRedirects = 10;
 
 std::string trim(std::string_view text) {
@@ -54,10 +54,8 @@ bool is_interruption(CURLcode code) {
     case CURLE_GOT_NOTHING:
     case CURLE_OPERATION_TIMEDOUT:
     case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-      return true;
-    default:
-      return false;
+    case CURLE_HTTP2_STREAM: return true;
+    default: return false;
   }
 }
 
@@ -146,7 +144,9 @@ struct HttpClient::Transfer {
         self.too_large = true;
         return 0;  // aborts the transfer
       }
-      const size_t keep = response.success() ? bytes : std::min(bytes, kErrorBodyBytes - std::min(kErrorBodyBytes, response.body.size()));
+      const size_t keep = response.success()
+                              ? bytes
+                              : std::min(bytes, kErrorBodyBytes - std::min(kErrorBodyBytes, response.body.size()));
       response.body.append(data, keep);
       response.body_bytes += bytes;
       return bytes;
@@ -229,7 +229,8 @@ Result<HttpResponse> HttpClient::perform_once(const std::string& url, Transfer& 
   const CURLcode code = curl_easy_perform(curl);
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(headers);
-  unreachable_ = code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT;
+  unreachable_ =
+      code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY || code == CURLE_COULDNT_CONNECT;
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);  // error_text goes out of scope
   transfer.response.url = url;
   if (transfer.sink_error) return *transfer.sink_error;
@@ -337,10 +338,12 @@ Result<HttpResponse> with_retries(const RetryPolicy& policy, const std::function
     if (!response) return response;
     std::string why;
     if (!response->dropped.empty()) why = "connection dropped (" + response->dropped + ")";
-    else if (is_transient_status(response->status)) why = "the server answered HTTP " + std::to_string(response->status);
+    else if (is_transient_status(response->status))
+      why = "the server answered HTTP " + std::to_string(response->status);
     if (why.empty() || attempt > policy.attempts) return response;
     const double wait = retry_delay(delay, *response, why);
-    if (on_retry) on_retry(why + "; retrying (" + std::to_string(attempt) + " of " + std::to_string(policy.attempts) + ")");
+    if (on_retry)
+      on_retry(why + "; retrying (" + std::to_string(attempt) + " of " + std::to_string(policy.attempts) + ")");
     std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     delay = std::min(delay * 2, policy.max_delay_s);
   }

@@ -61,7 +61,8 @@ bool is_lower_hex(std::string_view text, size_t length) {
          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status parse_tree_listing(const std::string& json_text, const std::string& what, std::map<std::string, HubFile>& files) {
+Status parse_tree_listing(const std::string& json_text, const std::string& what,
+                          std::map<std::string, HubFile>& files) {
   KIPP_ASSIGN(json::Json listing, json::parse(json_text, what));
   if (!listing.is_array()) return fail(what, ": expected a JSON array of files");
   for (size_t i = 0; i < listing.size(); ++i)
@@ -77,7 +78,8 @@ std::optional<std::string> next_page_link(const std::string& link_header) {
     if (close == std::string::npos) return std::nullopt;
     const std::string url = link_header.substr(pos + 1, close - pos - 1);
     const size_t next_link = link_header.find('<', close);
-    const std::string params = link_header.substr(close + 1, next_link == std::string::npos ? std::string::npos : next_link - close - 1);
+    const std::string params =
+        link_header.substr(close + 1, next_link == std::string::npos ? std::string::npos : next_link - close - 1);
     if (params.find("rel=\"next\"") != std::string::npos || params.find("rel=next") != std::string::npos) return url;
     pos = close;
   }
@@ -104,10 +106,13 @@ Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo) {
   HubListing listing;
   std::string url = repo.tree_url();
   for (int page = 0; !url.empty(); ++page) {
-    if (page == kMaxListingPages) return fail("hub listing ", repo.tree_url(), ": more than ", kMaxListingPages, " pages");
-    KIPP_ASSIGN(HttpResponse response,
-                with_retries(client.retry, [&] { return client.http->get_text(url, kListingPageBytes); },
-                             [&](const std::string& why) { if (client.note) client.note("hub listing: " + why); }));
+    if (page == kMaxListingPages)
+      return fail("hub listing ", repo.tree_url(), ": more than ", kMaxListingPages, " pages");
+    KIPP_ASSIGN(HttpResponse response, with_retries(
+                                           client.retry, [&] { return client.http->get_text(url, kListingPageBytes); },
+                                           [&](const std::string& why) {
+                                             if (client.note) client.note("hub listing: " + why);
+                                           }));
     if (!response.dropped.empty()) return fail("hub listing ", url, ": connection dropped: ", response.dropped);
     if (page == 0 && response.status == 404) return listing;
     if (is_refusal(response.status)) return refused_by_hub(url, response.status, client.http->sends_token_to(url));
@@ -121,9 +126,11 @@ Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo) {
 
 Result<std::optional<HubFile>> probe_file(const HubClient& client, const HubRepo& repo, const std::string& name) {
   const std::string url = repo.resolve_url(name);
-  KIPP_ASSIGN(HttpResponse response,
-              with_retries(client.retry, [&] { return client.http->head(url); },
-                           [&](const std::string& why) { if (client.note) client.note(name + ": " + why); }));
+  KIPP_ASSIGN(HttpResponse response, with_retries(
+                                         client.retry, [&] { return client.http->head(url); },
+                                         [&](const std::string& why) {
+                                           if (client.note) client.note(name + ": " + why);
+                                         }));
   if (!response.dropped.empty()) return fail(url, ": connection dropped: ", response.dropped);
   if (response.status == 404) return std::optional<HubFile>();
   if (is_refusal(response.status)) return refused_by_hub(url, response.status, client.http->sends_token_to(url));
@@ -163,9 +170,11 @@ bool is_refusal(long status) { return status == 401 || status == 403; }
 
 Error refused_by_hub(const std::string& url, long status, bool token_sent) {
   if (token_sent)
-    return fail(url, ": ", describe_status(status), ": the hub refused the token (HF_TOKEN or --token); check that it is "
+    return fail(url, ": ", describe_status(status),
+                ": the hub refused the token (HF_TOKEN or --token); check that it is "
                 "valid and grants access to this repository");
-  return fail(url, ": ", describe_status(status), ": the repository needs a token: set HF_TOKEN or pass --token "
+  return fail(url, ": ", describe_status(status),
+              ": the repository needs a token: set HF_TOKEN or pass --token "
               "(a Hugging Face access token with read access)");
 }
 

@@ -20,9 +20,9 @@ namespace kipp::pull {
 struct HubFile {
   std::string name;
   std::optional<uint64_t> size;
-  std::string sha256;         // git-LFS object id (lower-case hex) when the file is in LFS
-  std::string sha256_source;  // where sha256 came from: "tree listing", "X-Linked-Etag", or both
-  std::string git_sha1;       // git blob id (lower-case hex) of a file stored in git itself
+  std::string sha256;                            // git-LFS object id (lower-case hex) when the file is in LFS
+  std::string sha256_source;                     // where sha256 came from: "tree listing", "X-Linked-Etag", or both
+  std::string git_sha1;                          // git blob id (lower-case hex) of a file stored in git itself
   std::string git_sha1_source = "tree listing";  // where git_sha1 came from
 };
 
@@ -41,8 +41,8 @@ struct WantedFile {
   bool required;
 };
 inline constexpr WantedFile kMetadataFiles[] = {
-    {"config.json", true},   {"generation_config.json", false}, {"tokenizer.json", true},
-    {"tokenizer_config.json", true}, {"LICENSE", false},
+    {"config.json", true}, {"generation_config.json", false}, {"tokenizer.json", true}, {"tokenizer_config.json", true},
+    {"LICENSE", false},
 };
 inline constexpr const char* kSingleWeights = "model.safetensors";
 inline constexpr const char* kWeightsIndex = "model.safetensors.index.json";

@@ -34,8 +34,8 @@ struct PullOptions {
   std::string hf_cache_dir;
   // Never touch the network (HF_HUB_OFFLINE): the checkpoint must be in the Hugging Face cache.
   bool offline = false;
-  ProgressDisplay* progress = nullptr;            // optional
-  std::function<void(const std::string&)> note;   // one-line messages; optional
+  ProgressDisplay* progress = nullptr;           // optional
+  std::function<void(const std::string&)> note;  // one-line messages; optional
   RetryPolicy retry;
 };
 

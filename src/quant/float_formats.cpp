@@ -18,9 +18,9 @@ uint16_t f32_to_fp16(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
   const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (magnitude > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (magnitude >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504
-  if (magnitude >= 0x38800000u) {  // normal in FP16 (>= 2^-14)
+  if (magnitude >= 0x38800000u) {                                              // normal in FP16 (>= 2^-14)
     uint32_t rounded = magnitude + 0xfffu + ((magnitude >> 13) & 1u);
     return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
   }

@@ -8,36 +8,36 @@ namespace {
 constexpr Checkpoint kCheckpoints[] = {
     // id, repository, revision, variant, layers, hidden, ffn, q_heads, context, theta, tied,
     // stores_tied_head, synthetic
-    {"qwen3-0.6b-base", "Qwen/Qwen3-0.6B-Base", "da87bfb608c14b7cf20ba1ce41287e8de496c0cd",
-     Variant::base, 28, 1024, 3072, 16, 32768, 1e6f, true, false, false},
-    {"qwen3-0.6b", "Qwen/Qwen3-0.6B", "c1899de289a04d12100db370d81485cdf75e47ca",
-     Variant::instruct, 28, 1024, 3072, 16, 40960, 1e6f, true, true, false},
-    {"qwen3-1.7b-base", "Qwen/Qwen3-1.7B-Base", "ea980cb0a6c2ae4b936e82123acc929f1cec04c1",
-     Variant::base, 28, 2048, 6144, 16, 32768, 1e6f, true, false, false},
-    {"qwen3-1.7b", "Qwen/Qwen3-1.7B", "70d244cc86ccca08cf5af4e1e306ecf908b1ad5e",
-     Variant::instruct, 28, 2048, 6144, 16, 40960, 1e6f, true, true, false},
-    {"qwen3-4b-base", "Qwen/Qwen3-4B-Base", "906bfd4b4dc7f14ee4320094d8b41684abff8539",
-     Variant::base, 36, 2560, 9728, 32, 32768, 1e6f, true, false, false},
-    {"qwen3-4b", "Qwen/Qwen3-4B", "1cfa9a7208912126459214e8b04321603b3df60c",
-     Variant::instruct, 36, 2560, 9728, 32, 40960, 1e6f, true, false, false},
+    {"qwen3-0.6b-base", "Qwen/Qwen3-0.6B-Base", "da87bfb608c14b7cf20ba1ce41287e8de496c0cd", Variant::base, 28, 1024,
+     3072, 16, 32768, 1e6f, true, false, false},
+    {"qwen3-0.6b", "Qwen/Qwen3-0.6B", "c1899de289a04d12100db370d81485cdf75e47ca", Variant::instruct, 28, 1024, 3072, 16,
+     40960, 1e6f, true, true, false},
+    {"qwen3-1.7b-base", "Qwen/Qwen3-1.7B-Base", "ea980cb0a6c2ae4b936e82123acc929f1cec04c1", Variant::base, 28, 2048,
+     6144, 16, 32768, 1e6f, true, false, false},
+    {"qwen3-1.7b", "Qwen/Qwen3-1.7B", "70d244cc86ccca08cf5af4e1e306ecf908b1ad5e", Variant::instruct, 28, 2048, 6144, 16,
+     40960, 1e6f, true, true, false},
+    {"qwen3-4b-base", "Qwen/Qwen3-4B-Base", "906bfd4b4dc7f14ee4320094d8b41684abff8539", Variant::base, 36, 2560, 9728,
+     32, 32768, 1e6f, true, false, false},
+    {"qwen3-4b", "Qwen/Qwen3-4B", "1cfa9a7208912126459214e8b04321603b3df60c", Variant::instruct, 36, 2560, 9728, 32,
+     40960, 1e6f, true, false, false},
     {"qwen3-4b-instruct-2507", "Qwen/Qwen3-4B-Instruct-2507", "cdbee75f17c01a7cc42f958dc650907174af0554",
      Variant::instruct_2507, 36, 2560, 9728, 32, 262144, 5e6f, true, false, false},
     {"qwen3-4b-thinking-2507", "Qwen/Qwen3-4B-Thinking-2507", "768f209d9ea81521153ed38c47d515654e938aea",
      Variant::thinking_2507, 36, 2560, 9728, 32, 262144, 5e6f, true, false, false},
-    {"qwen3-8b-base", "Qwen/Qwen3-8B-Base", "49e3418fbbbca6ecbdf9608b4d22e5a407081db4",
-     Variant::base, 36, 4096, 12288, 32, 32768, 1e6f, false, false, false},
-    {"qwen3-8b", "Qwen/Qwen3-8B", "b968826d9c46dd6066d109eabc6255188de91218",
-     Variant::instruct, 36, 4096, 12288, 32, 40960, 1e6f, false, false, false},
-    {"qwen3-14b-base", "Qwen/Qwen3-14B-Base", "0b0bd3732e2c374d483664439ea334928b65f304",
-     Variant::base, 40, 5120, 17408, 40, 32768, 1e6f, false, false, false},
-    {"qwen3-14b", "Qwen/Qwen3-14B", "40c069824f4251a91eefaf281ebe4c544efd3e18",
-     Variant::instruct, 40, 5120, 17408, 40, 40960, 1e6f, false, false, false},
-    {"qwen3-32b", "Qwen/Qwen3-32B", "9216db5781bf21249d130ec9da846c4624c16137",
-     Variant::instruct, 64, 5120, 25600, 64, 40960, 1e6f, false, false, false},
+    {"qwen3-8b-base", "Qwen/Qwen3-8B-Base", "49e3418fbbbca6ecbdf9608b4d22e5a407081db4", Variant::base, 36, 4096, 12288,
+     32, 32768, 1e6f, false, false, false},
+    {"qwen3-8b", "Qwen/Qwen3-8B", "b968826d9c46dd6066d109eabc6255188de91218", Variant::instruct, 36, 4096, 12288, 32,
+     40960, 1e6f, false, false, false},
+    {"qwen3-14b-base", "Qwen/Qwen3-14B-Base", "0b0bd3732e2c374d483664439ea334928b65f304", Variant::base, 40, 5120,
+     17408, 40, 32768, 1e6f, false, false, false},
+    {"qwen3-14b", "Qwen/Qwen3-14B", "40c069824f4251a91eefaf281ebe4c544efd3e18", Variant::instruct, 40, 5120, 17408, 40,
+     40960, 1e6f, false, false, false},
+    {"qwen3-32b", "Qwen/Qwen3-32B", "9216db5781bf21249d130ec9da846c4624c16137", Variant::instruct, 64, 5120, 25600, 64,
+     40960, 1e6f, false, false, false},
     // Each test entry's fixture lays out the files of one published checkpoint (tests/support/
     // published_layout.cpp names which); stores_tied_head follows that checkpoint.
-    {"kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny", "0000000000000000000000000000000000000001",
-     Variant::instruct, 2, 256, 768, 8, 4096, 1e6f, true, true, true},
+    {"kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny", "0000000000000000000000000000000000000001", Variant::instruct, 2,
+     256, 768, 8, 4096, 1e6f, true, true, true},
     {"kipp-test/qwen3-tiny-untied", "kipp-test/qwen3-tiny-untied", "0000000000000000000000000000000000000002",
      Variant::base, 3, 256, 768, 16, 4096, 1e6f, false, false, true},
     {"kipp-test/qwen3-0.6b-shape", "kipp-test/qwen3-0.6b-shape", "0000000000000000000000000000000000000003",
@@ -76,8 +76,8 @@ std::vector<uint32_t> Checkpoint::stop_ids() const {
 
 uint64_t Checkpoint::parameter_count() const {
   const uint64_t h = hidden, f = ffn, v = family::vocab, q = attention_width(), kv = kv_width();
-  const uint64_t per_layer = h * q + 2 * h * kv + q * h  // q, k, v, o projections
-                             + 3 * h * f                 // gate, up, down
+  const uint64_t per_layer = h * q + 2 * h * kv + q * h       // q, k, v, o projections
+                             + 3 * h * f                      // gate, up, down
                              + 2 * h + 2 * family::head_dim;  // two layer norms, q/k norms
   return v * h * (tied ? 1 : 2) + h + per_layer * layers;
 }

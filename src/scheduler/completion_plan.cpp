@@ -15,18 +15,17 @@ Result<CompletionRequest, CompletionRefusal> plan_completion(const CompletionAsk
   const size_t longest = ask.longest_prompt;
   const uint32_t context = limits.context;
   if (longest >= context)
-    return CompletionRefusal{Reason::prompt_too_long,
-                             "the prompt has " + std::to_string(longest) + " tokens; the context holds " +
-                                 std::to_string(context) + " (n_prompt_tokens " + std::to_string(longest) +
-                                 ", n_ctx " + std::to_string(context) + ")"};
+    return CompletionRefusal{Reason::prompt_too_long, "the prompt has " + std::to_string(longest) +
+                                                          " tokens; the context holds " + std::to_string(context) +
+                                                          " (n_prompt_tokens " + std::to_string(longest) + ", n_ctx " +
+                                                          std::to_string(context) + ")"};
   const uint32_t room = std::min(context, limits.pool_positions);
-  const uint32_t max_tokens =
-      ask.max_tokens.value_or(ask.chat ? (room > longest ? room - uint32_t(longest) : 1) : 16);
+  const uint32_t max_tokens = ask.max_tokens.value_or(ask.chat ? (room > longest ? room - uint32_t(longest) : 1) : 16);
   if (longest + uint64_t(max_tokens) > context)
-    return CompletionRefusal{Reason::answer_too_long,
-                             "the prompt (" + std::to_string(longest) + " tokens) plus max_tokens (" +
-                                 std::to_string(max_tokens) + ") exceeds the context of " + std::to_string(context) +
-                                 " tokens"};
+    return CompletionRefusal{Reason::answer_too_long, "the prompt (" + std::to_string(longest) +
+                                                          " tokens) plus max_tokens (" + std::to_string(max_tokens) +
+                                                          ") exceeds the context of " + std::to_string(context) +
+                                                          " tokens"};
 
   CompletionRequest work;
   work.max_tokens = max_tokens;

@@ -32,9 +32,9 @@ struct CompletionAsk {
   bool thinking = true;  // chat: the template's enable_thinking
   std::optional<uint32_t> thinking_budget;
   std::shared_ptr<grammar::Automaton> constraint;  // compiled structured output, if any
-  bool constraint_is_call = false;  // the constraint is a forced call's body, between the call tokens
-  bool calls_repeat = false;        // a forced call may be followed by more (parallel calls, tool_choice required)
-  bool calls_banned = false;        // tool_choice none: the tools are shown, but no call may open
+  bool constraint_is_call = false;                 // the constraint is a forced call's body, between the call tokens
+  bool calls_repeat = false;  // a forced call may be followed by more (parallel calls, tool_choice required)
+  bool calls_banned = false;  // tool_choice none: the tools are shown, but no call may open
 };
 
 // What the serving process fixes for every request.
@@ -49,9 +49,9 @@ struct ServingLimits {
 
 struct CompletionRefusal {
   enum class Reason {
-    prompt_too_long,      // the longest prompt fills the context
-    answer_too_long,      // prompt plus max_tokens exceed the context
-    invalid_sampling,     // the sampling settings are out of range
+    prompt_too_long,   // the longest prompt fills the context
+    answer_too_long,   // prompt plus max_tokens exceed the context
+    invalid_sampling,  // the sampling settings are out of range
   };
   Reason reason;
   std::string message;

@@ -31,13 +31,13 @@
 namespace kipp {
 
 struct KvPoolStats {
-  uint32_t total = 0;          // blocks in the pool
-  uint32_t free = 0;           // referenced by no sequence (cached prefixes included)
-  uint32_t cached = 0;         // of the free ones, holding a published prefix
-  uint32_t reserved = 0;       // promised to admitted sequences, not yet taken
-  uint64_t reused = 0;         // blocks adopted by a later sequence, ever
-  uint64_t reused_rows = 0;    // positions copied from a published block's first rows, ever
-  uint64_t evicted = 0;        // published blocks reclaimed for new data, ever
+  uint32_t total = 0;        // blocks in the pool
+  uint32_t free = 0;         // referenced by no sequence (cached prefixes included)
+  uint32_t cached = 0;       // of the free ones, holding a published prefix
+  uint32_t reserved = 0;     // promised to admitted sequences, not yet taken
+  uint64_t reused = 0;       // blocks adopted by a later sequence, ever
+  uint64_t reused_rows = 0;  // positions copied from a published block's first rows, ever
+  uint64_t evicted = 0;      // published blocks reclaimed for new data, ever
 };
 
 class KvBlockPool {
@@ -89,10 +89,10 @@ class KvBlockPool {
   struct Block {
     uint32_t references = 0;
     bool published = false;
-    uint64_t address = 0;                   // a full block's own address (tails have none)
-    uint64_t previous = 0;                  // the address of the prefix before it
-    std::vector<uint32_t> tokens;           // the published block's tokens (fewer for a tail), for verification
-    std::list<uint32_t>::iterator lru;      // its place in cached_ while unreferenced
+    uint64_t address = 0;               // a full block's own address (tails have none)
+    uint64_t previous = 0;              // the address of the prefix before it
+    std::vector<uint32_t> tokens;       // the published block's tokens (fewer for a tail), for verification
+    std::list<uint32_t>::iterator lru;  // its place in cached_ while unreferenced
   };
 
   void unpublish(uint32_t block);
@@ -100,10 +100,10 @@ class KvBlockPool {
   void take(uint32_t block);
 
   std::vector<Block> blocks_;
-  std::vector<uint32_t> unused_;           // referenced by nobody, holding nothing worth keeping
-  std::list<uint32_t> cached_;             // unreferenced published blocks, oldest first
-  std::unordered_map<uint64_t, uint32_t> by_address_;     // full blocks by their own address
-  std::unordered_multimap<uint64_t, uint32_t> followers_; // every published block by the address before it
+  std::vector<uint32_t> unused_;                           // referenced by nobody, holding nothing worth keeping
+  std::list<uint32_t> cached_;                             // unreferenced published blocks, oldest first
+  std::unordered_map<uint64_t, uint32_t> by_address_;      // full blocks by their own address
+  std::unordered_multimap<uint64_t, uint32_t> followers_;  // every published block by the address before it
   uint32_t reserved_ = 0;
   uint64_t reused_ = 0;
   uint64_t reused_rows_ = 0;

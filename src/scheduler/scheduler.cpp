@@ -21,8 +21,8 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(BackendModel& model, const 
   return scheduler;
 }
 
-Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vector<uint32_t> stop_ids,
-                     uint32_t context, const SchedulerOptions& options)
+Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vector<uint32_t> stop_ids, uint32_t context,
+                     const SchedulerOptions& options)
     : model_(model),
       tokenizer_(tokenizer),
       stop_ids_(std::move(stop_ids)),
@@ -291,8 +291,8 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   if (finish == FinishReason::stop_string) update.stop = decoder.matched_stop();
   if (taken.logprobs) update.tokens.push_back({update.text, std::move(*taken.logprobs)});
   // The next token needs this one in the KV: stop at the session's end as at max_tokens.
-  if (!finish && (sequence.generated >= request.spec.max_tokens ||
-                  sequence.evaluated + 1 > sequence.session->capacity()))
+  if (!finish &&
+      (sequence.generated >= request.spec.max_tokens || sequence.evaluated + 1 > sequence.session->capacity()))
     finish = FinishReason::length;
   if (finish && *finish != FinishReason::stop_string) {
     std::string tail;
@@ -354,12 +354,9 @@ void Scheduler::retire_finished() {
     if (request.spec.on_done) request.spec.on_done(request.report);
     {
       std::lock_guard lock(mutex_);
-      if (request.report.error)
-        ++stats_.failed;
-      else if (request.report.cancelled)
-        ++stats_.cancelled;
-      else
-        ++stats_.finished;
+      if (request.report.error) ++stats_.failed;
+      else if (request.report.cancelled) ++stats_.cancelled;
+      else ++stats_.finished;
       if (!request.report.error && !request.report.cancelled)
         stats_.request_seconds.observe(seconds_between(request.submitted, now));
     }

@@ -40,10 +40,10 @@
 namespace kipp {
 
 struct SchedulerOptions {
-  uint32_t pool_blocks = 0;       // 32-position KV blocks in the shared pool
-  uint32_t max_sequences = 16;    // sequences (choices) evaluated together
-  uint32_t max_waiting = 64;      // queued requests; beyond it submit() says the server is full
-  uint32_t step_tokens = 512;     // prompt tokens evaluated per step, over all prefilling sequences
+  uint32_t pool_blocks = 0;     // 32-position KV blocks in the shared pool
+  uint32_t max_sequences = 16;  // sequences (choices) evaluated together
+  uint32_t max_waiting = 64;    // queued requests; beyond it submit() says the server is full
+  uint32_t step_tokens = 512;   // prompt tokens evaluated per step, over all prefilling sequences
   // Greedy sequences draft by prompt lookup (prompt_lookup.h) and verify the draft in the same
   // step as their next token. On a batch-invariant backend the output is the same, bitwise.
   bool speculate = false;
@@ -73,23 +73,23 @@ struct RequestReport {
   std::optional<Error> error;
   bool cancelled = false;
   uint32_t prompt_tokens = 0;
-  uint32_t cached_tokens = 0;        // prompt positions adopted from the pool by the first choice
-  uint32_t completion_tokens = 0;    // sampled tokens over all choices, stop tokens included
-  uint32_t draft_tokens = 0;         // tokens drafted by prompt lookup (speculate), over all choices
+  uint32_t cached_tokens = 0;          // prompt positions adopted from the pool by the first choice
+  uint32_t completion_tokens = 0;      // sampled tokens over all choices, stop tokens included
+  uint32_t draft_tokens = 0;           // tokens drafted by prompt lookup (speculate), over all choices
   uint32_t accepted_draft_tokens = 0;  // of them, the ones the model confirmed
-  double queue_seconds = 0;          // submitted -> admitted
-  double prompt_seconds = 0;         // admitted -> first sampled token
-  double decode_seconds = 0;         // first sampled token -> done
+  double queue_seconds = 0;            // submitted -> admitted
+  double prompt_seconds = 0;           // admitted -> first sampled token
+  double decode_seconds = 0;           // first sampled token -> done
 };
 
 struct CompletionRequest {
   std::vector<uint32_t> prompt;  // at least one token
   uint32_t max_tokens = 16;
   uint32_t n = 1;
-  SamplingParams sampling;       // choice i samples with seed + i
+  SamplingParams sampling;  // choice i samples with seed + i
   std::vector<std::string> stop;
   bool logprobs = false;
-  uint32_t top_logprobs = 0;       // under a grammar: of the constrained distribution
+  uint32_t top_logprobs = 0;  // under a grammar: of the constrained distribution
   // How the answer opens (thinking first, maybe, or not at all): where a grammar starts and
   // what a thinking budget counts.
   AnswerStart answer_start = AnswerStart::at_once;
@@ -133,7 +133,8 @@ struct SchedulerStats {
   Histogram queue_seconds{{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   Histogram first_token_seconds{{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}};
   Histogram batch_size{{1, 2, 4, 8, 16, 32, 64}};
-  Histogram request_seconds{{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}};  // submitted -> done, finished ones
+  Histogram request_seconds{
+      {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}};  // submitted -> done, finished ones
 };
 
 class Scheduler {
@@ -185,7 +186,7 @@ class Scheduler {
   const uint32_t vocab_;
   const SchedulerOptions options_;
   KvBlockPool pool_;
-  ConstraintCache constraints_;           // scheduler thread only
+  ConstraintCache constraints_;  // scheduler thread only
   const Result<ThinkTokens> think_tokens_;
   const Result<ThinkClosing> think_closing_;  // for thinking budgets
 

@@ -34,7 +34,7 @@ struct Scheduler::Sequence {
   uint32_t reservation = 0;      // blocks promised by the pool, not yet taken
   uint32_t generated = 0;
   std::optional<AnswerDecoder> decoder;
-  std::vector<float> logits;     // a row per evaluated token that wants one
+  std::vector<float> logits;  // a row per evaluated token that wants one
   // Speculation: the last sampled token then the draft, evaluated together; and when to draft.
   std::vector<uint32_t> draft_item;
   std::optional<SpeculationGate> gate;

@@ -25,7 +25,7 @@ namespace kipp::server {
 
 struct ReplicaLoad {
   SchedulerStats stats;
-  uint32_t max_waiting = 1;    // the queue's room
+  uint32_t max_waiting = 1;  // the queue's room
   bool draining = false;
 };
 

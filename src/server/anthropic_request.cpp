@@ -17,11 +17,13 @@ using Json = nlohmann::ordered_json;  // the client's key order: the template pr
 const std::set<std::string, std::less<>> kIgnored = {"metadata", "cache_control", "service_tier", "inference_geo",
                                                      "speed"};
 // Anthropic fields Kipp does not implement.
-const std::set<std::string, std::less<>> kUnsupported = {"container", "mcp_servers", "context_management", "diagnostics"};
+const std::set<std::string, std::less<>> kUnsupported = {"container", "mcp_servers", "context_management",
+                                                         "diagnostics"};
 // Fields of /v1/messages that /v1/messages/count_tokens does not take.
-const std::set<std::string, std::less<>> kCreateOnly = {"max_tokens", "stream",      "stop_sequences", "temperature",
-                                                        "top_p",      "top_k",       "metadata",       "seed",
-                                                        "service_tier", "inference_geo", "speed"};
+const std::set<std::string, std::less<>> kCreateOnly = {"max_tokens",    "stream", "stop_sequences",
+                                                        "temperature",   "top_p",  "top_k",
+                                                        "metadata",      "seed",   "service_tier",
+                                                        "inference_geo", "speed"};
 
 std::string at(const std::string& where, size_t index) { return where + "[" + std::to_string(index) + "]"; }
 
@@ -49,8 +51,8 @@ ApiResult<std::string> text_of(const Json& content, const std::string& where) {
     auto type = block_type(content[i], at(where, i));
     if (!type.ok()) return type.error();
     if (type.value() != "text")
-      return field_error(at(where, i), "blocks of type '" + type.value() +
-                                           "' are not supported here (these checkpoints read text)");
+      return field_error(at(where, i),
+                         "blocks of type '" + type.value() + "' are not supported here (these checkpoints read text)");
     auto text = block_text(content[i], at(where, i));
     if (!text.ok()) return text.error();
     if (i > 0) joined += '\n';
@@ -77,7 +79,8 @@ class Reader {
     if (!body.contains("messages")) return field_error("messages", "is required");
     if (!count_tokens_ && !out_.max_tokens) return field_error("max_tokens", "is required");
     if (thinking_enabled_ && out_.max_tokens && out_.thinking_budget && *out_.thinking_budget >= *out_.max_tokens)
-      return field_error("thinking.budget_tokens", "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
+      return field_error("thinking.budget_tokens",
+                         "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
     if (!system_.empty()) out_.messages.insert(out_.messages.begin(), ChatMessage{"system", system_, {}, {}});
     if (!format_.is_null())
       out_.constraint = ConstraintSource{"output_config.format.schema", ConstraintSource::Kind::json_schema,
@@ -122,8 +125,8 @@ class Reader {
     } else if (key == "output_config") {
       return read_output_config(value);
     } else {
-      return unknown_field(key, kUnsupported.count(key) > 0, count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages",
-                           limits_, out_);
+      return unknown_field(key, kUnsupported.count(key) > 0,
+                           count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages", limits_, out_);
     }
     return {};
   }
@@ -137,7 +140,8 @@ class Reader {
       if (!message.is_object()) return field_error(where, "must be an object with role and content");
       const Json role = message.value("role", Json());
       if (role != "user" && role != "assistant")
-        return field_error(where + ".role", "must be \"user\" or \"assistant\" (the system prompt is the top-level system field)");
+        return field_error(where + ".role",
+                           "must be \"user\" or \"assistant\" (the system prompt is the top-level system field)");
       for (const auto& [name, entry] : message.items())
         if (name != "role" && name != "content") return field_error(where + "." + name, "is not a field of a message");
       if (!message.contains("content")) return field_error(where + ".content", "is required");
@@ -145,8 +149,9 @@ class Reader {
       KIPP_TRY(role == "user" ? read_user(content, where + ".content") : read_assistant(content, where + ".content"));
     }
     if (out_.messages.back().role == "assistant")
-      return field_error("messages", "ends with an assistant turn: Kipp does not continue a prefilled answer (the "
-                                     "checkpoint's template closes every assistant turn); end with a user turn");
+      return field_error("messages",
+                         "ends with an assistant turn: Kipp does not continue a prefilled answer (the "
+                         "checkpoint's template closes every assistant turn); end with a user turn");
     return {};
   }
 
@@ -187,8 +192,9 @@ class Reader {
         flush();
         out_.messages.push_back({"tool", std::move(result), {}, {}});
       } else {
-        return field_error(here, "blocks of type '" + kind + "' are not supported in a user turn (text and "
-                                 "tool_result are: these checkpoints read text)");
+        return field_error(here, "blocks of type '" + kind +
+                                     "' are not supported in a user turn (text and "
+                                     "tool_result are: these checkpoints read text)");
       }
     }
     flush();
@@ -226,14 +232,16 @@ class Reader {
         continue;  // encrypted by Anthropic's service: nothing this model can read
       } else if (kind == "tool_use") {
         if (!block.contains("id") || !block["id"].is_string()) return field_error(here + ".id", "must be a string");
-        if (!block.contains("name") || !block["name"].is_string()) return field_error(here + ".name", "must be a string");
+        if (!block.contains("name") || !block["name"].is_string())
+          return field_error(here + ".name", "must be a string");
         if (!block.contains("input") || !block["input"].is_object())
           return field_error(here + ".input", "must be an object (the call's arguments)");
         called_ids_.insert(block["id"].get<std::string>());
         message.tool_calls.push_back({block["name"].get<std::string>(), python_json_dumps(block["input"])});
       } else {
-        return field_error(here, "blocks of type '" + kind + "' are not supported in an assistant turn (text, "
-                                 "thinking, redacted_thinking and tool_use are)");
+        return field_error(here, "blocks of type '" + kind +
+                                     "' are not supported in an assistant turn (text, "
+                                     "thinking, redacted_thinking and tool_use are)");
       }
     }
     out_.messages.push_back(std::move(message));
@@ -249,8 +257,10 @@ class Reader {
       const std::string where = at("tools", i);
       if (!tool.is_object()) return field_error(where, "must be an object");
       if (tool.contains("type") && tool["type"] != "custom")
-        return field_error(where + ".type", tool["type"].dump() + " is one of Anthropic's server tools, which run "
-                                            "on Anthropic's service; Kipp offers custom tools {name, description, input_schema}");
+        return field_error(where + ".type",
+                           tool["type"].dump() +
+                               " is one of Anthropic's server tools, which run "
+                               "on Anthropic's service; Kipp offers custom tools {name, description, input_schema}");
       Json function = Json::object();
       for (const auto& [name, entry] : tool.items()) {
         if (name == "name" || name == "description") {
@@ -310,8 +320,9 @@ class Reader {
   ApiStatus read_thinking(const Json& value) {
     const Json type = value.is_object() ? value.value("type", Json()) : Json();
     if (!type.is_string())
-      return field_error("thinking", "must be {\"type\": \"enabled\", \"budget_tokens\": N}, {\"type\": \"disabled\"} or "
-                                     "{\"type\": \"adaptive\"}");
+      return field_error("thinking",
+                         "must be {\"type\": \"enabled\", \"budget_tokens\": N}, {\"type\": \"disabled\"} or "
+                         "{\"type\": \"adaptive\"}");
     const std::string kind = type.get<std::string>();
     for (const auto& [name, entry] : value.items()) {
       if (name == "type" || (name == "budget_tokens" && kind == "enabled")) continue;
@@ -324,7 +335,8 @@ class Reader {
       return field_error("thinking." + name, "is not a field of a thinking setting of type " + kind);
     }
     if (kind == "enabled") {
-      if (!value.contains("budget_tokens")) return field_error("thinking.budget_tokens", "is required with type enabled");
+      if (!value.contains("budget_tokens"))
+        return field_error("thinking.budget_tokens", "is required with type enabled");
       KIPP_TRY(claim_budget("thinking.budget_tokens"));
       auto budget = whole_number(value["budget_tokens"], "thinking.budget_tokens", 0, INT32_MAX);
       if (!budget.ok()) return budget.error();

@@ -17,8 +17,10 @@ class AnthropicResponder : public Responder {
         answer_(answer, counts) {
     if (!stream_) return;
     Json message = message_json(Json::array(), nullptr, nullptr);
-    message["usage"] = {{"input_tokens", prompt_tokens}, {"cache_creation_input_tokens", 0},
-                        {"cache_read_input_tokens", 0}, {"output_tokens", 0}};
+    message["usage"] = {{"input_tokens", prompt_tokens},
+                        {"cache_creation_input_tokens", 0},
+                        {"cache_read_input_tokens", 0},
+                        {"output_tokens", 0}};
     send(named_sse_event("message_start", {{"type", "message_start"}, {"message", std::move(message)}}));
     send(named_sse_event("ping", {{"type", "ping"}}));
   }
@@ -41,8 +43,10 @@ class AnthropicResponder : public Responder {
       // has been read, so a call that turns out unreadable is never half sent.
       if (stream_)
         send(named_sse_event("content_block_delta",
-                             {{"type", "content_block_delta"}, {"index", blocks_.size() - 1},
-                              {"delta", {{"type", "input_json_delta"}, {"partial_json", answer_.calls[k].call.arguments}}}}));
+                             {{"type", "content_block_delta"},
+                              {"index", blocks_.size() - 1},
+                              {"delta",
+                               {{"type", "input_json_delta"}, {"partial_json", answer_.calls[k].call.arguments}}}}));
     }
   }
 
@@ -54,8 +58,8 @@ class AnthropicResponder : public Responder {
       if (started_) exchange_->finish();
       return;
     }
-    const char* stop_reason = answer_.finish == FinishReason::length       ? "max_tokens"
-                              : !answer_.calls.empty()                     ? "tool_use"
+    const char* stop_reason = answer_.finish == FinishReason::length        ? "max_tokens"
+                              : !answer_.calls.empty()                      ? "tool_use"
                               : answer_.finish == FinishReason::stop_string ? "stop_sequence"
                                                                             : "end_turn";
     const Json stop_sequence = answer_.finish == FinishReason::stop_string ? Json(answer_.stop) : Json(nullptr);
@@ -75,8 +79,12 @@ class AnthropicResponder : public Responder {
   }
 
   Json message_json(Json content, Json stop_reason, Json stop_sequence) const {
-    return {{"id", id_},           {"type", "message"},           {"role", "assistant"},
-            {"model", model_},     {"content", std::move(content)}, {"stop_reason", std::move(stop_reason)},
+    return {{"id", id_},
+            {"type", "message"},
+            {"role", "assistant"},
+            {"model", model_},
+            {"content", std::move(content)},
+            {"stop_reason", std::move(stop_reason)},
             {"stop_sequence", std::move(stop_sequence)}};
   }
 
@@ -92,8 +100,7 @@ class AnthropicResponder : public Responder {
   // A block as the message holds it (`whole`), or as content_block_start opens it.
   Json block_json(const Block& block, bool whole) const {
     switch (block.kind) {
-      case Kind::thinking:
-        return {{"type", "thinking"}, {"thinking", whole ? block.text : ""}, {"signature", ""}};
+      case Kind::thinking: return {{"type", "thinking"}, {"thinking", whole ? block.text : ""}, {"signature", ""}};
       case Kind::text: return {{"type", "text"}, {"text", whole ? block.text : ""}};
       case Kind::tool_use: {
         const IdentifiedCall& call = answer_.calls[block.call];
@@ -112,8 +119,9 @@ class AnthropicResponder : public Responder {
     if (!stream_) return;
     Json delta = kind == Kind::thinking ? Json{{"type", "thinking_delta"}, {"thinking", text}}
                                         : Json{{"type", "text_delta"}, {"text", text}};
-    send(named_sse_event("content_block_delta",
-                         {{"type", "content_block_delta"}, {"index", blocks_.size() - 1}, {"delta", std::move(delta)}}));
+    send(
+        named_sse_event("content_block_delta",
+                        {{"type", "content_block_delta"}, {"index", blocks_.size() - 1}, {"delta", std::move(delta)}}));
   }
 
   void open(Block block) {

@@ -12,7 +12,10 @@ namespace kipp::server {
 struct ApiError {
   ApiError(int status_code, std::string text, std::string field = {}, std::string error_type = "invalid_request_error",
            std::string error_code = {})
-      : status(status_code), message(std::move(text)), param(std::move(field)), type(std::move(error_type)),
+      : status(status_code),
+        message(std::move(text)),
+        param(std::move(field)),
+        type(std::move(error_type)),
         code(std::move(error_code)) {}
 
   int status;

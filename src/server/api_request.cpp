@@ -21,14 +21,21 @@ using Json = nlohmann::ordered_json;  // the client's key order: the chat templa
 
 // OpenAI fields that cannot change the output here (bookkeeping, routing and caching hints for
 // OpenAI's own service): accepted, ignored. docs/SERVER.md's field table lists every field.
-const std::set<std::string, std::less<>> kIgnored = {"user", "metadata", "store", "service_tier", "prompt_cache_key",
-                                                     "safety_identifier", "prediction"};
+const std::set<std::string, std::less<>> kIgnored = {"user",         "metadata",         "store",
+                                                     "service_tier", "prompt_cache_key", "safety_identifier",
+                                                     "prediction"};
 
 // OpenAI fields Kipp does not implement, for either endpoint.
-const std::set<std::string, std::less<>> kUnsupported = {
-    "echo",       "best_of",          "suffix",         "functions",
-    "function_call", "audio",
-    "web_search_options", "logprobs_format", "verbosity", "stream_format"};
+const std::set<std::string, std::less<>> kUnsupported = {"echo",
+                                                         "best_of",
+                                                         "suffix",
+                                                         "functions",
+                                                         "function_call",
+                                                         "audio",
+                                                         "web_search_options",
+                                                         "logprobs_format",
+                                                         "verbosity",
+                                                         "stream_format"};
 
 // The sampling settings that are one real number in a range, for both endpoints.
 struct RealField {
@@ -48,7 +55,8 @@ constexpr RealField kRealFields[] = {
 
 class Reader {
  public:
-  Reader(Endpoint endpoint, const ApiLimits& limits, ApiRequest& out) : endpoint_(endpoint), limits_(limits), out_(out) {}
+  Reader(Endpoint endpoint, const ApiLimits& limits, ApiRequest& out)
+      : endpoint_(endpoint), limits_(limits), out_(out) {}
 
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
@@ -60,10 +68,10 @@ class Reader {
       has_prompt |= key == (endpoint_ == Endpoint::chat ? "messages" : "prompt");
     }
     if (!body.contains("model")) return field_error("model", "is required");
-    if (!has_prompt) return endpoint_ == Endpoint::chat ? field_error("messages", "is required")
-                                                         : field_error("prompt", "is required");
-    if (out_.include_usage && !out_.stream)
-      return field_error("stream_options", "is only allowed with stream: true");
+    if (!has_prompt)
+      return endpoint_ == Endpoint::chat ? field_error("messages", "is required")
+                                         : field_error("prompt", "is required");
+    if (out_.include_usage && !out_.stream) return field_error("stream_options", "is only allowed with stream: true");
     if (endpoint_ == Endpoint::chat && out_.top_logprobs > 0 && !out_.logprobs)
       return field_error("top_logprobs", "needs logprobs: true");
     return {};
@@ -90,7 +98,8 @@ class Reader {
       return assign_whole(key, value, 1, limits_.max_n, [&](int64_t v) { out_.n = uint32_t(v); });
     } else if (key == "top_k") {
       // -1 is how vLLM and llama.cpp clients say "off"; so is 0.
-      return assign_whole(key, value, -1, limits_.vocab, [&](int64_t v) { out_.top_k = uint32_t(std::max<int64_t>(v, 0)); });
+      return assign_whole(key, value, -1, limits_.vocab,
+                          [&](int64_t v) { out_.top_k = uint32_t(std::max<int64_t>(v, 0)); });
     } else if (key == "seed") {
       return assign_whole(key, value, INT64_MIN, INT64_MAX, [&](int64_t v) { out_.seed = uint64_t(v); });
     } else if (key == "logit_bias") {
@@ -129,7 +138,8 @@ class Reader {
       out_.parallel_tool_calls = value.get<bool>();
     } else if (key == "modalities" && chat) {
       // ["text"] is what these checkpoints do anyway; audio output would change the answer.
-      if (value != Json::array({"text"})) return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
+      if (value != Json::array({"text"}))
+        return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
     } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
       return read_structured(key, value);
     } else {
@@ -198,7 +208,8 @@ class Reader {
       uint64_t id = 0;
       const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
       if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id >= limits_.vocab)
-        return field_error("logit_bias", "key \"" + key + "\" is not a token id below " + std::to_string(limits_.vocab));
+        return field_error("logit_bias",
+                           "key \"" + key + "\" is not a token id below " + std::to_string(limits_.vocab));
       auto number = real_number(bias, "logit_bias", -100, 100);
       if (!number.ok()) return number.error();
       out_.logit_bias.push_back({uint32_t(id), number.value()});
@@ -219,7 +230,10 @@ class Reader {
       if (choice == "auto") out_.tool_choice = ToolChoice::automatic;
       else if (choice == "none") out_.tool_choice = ToolChoice::none;
       else if (choice == "required") out_.tool_choice = ToolChoice::required;
-      else return field_error("tool_choice", "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+      else
+        return field_error(
+            "tool_choice",
+            "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
       return {};
     }
     if (!value.is_object() || value.value("type", Json()) != "function" || !value.contains("function") ||
@@ -280,7 +294,8 @@ class Reader {
       } else if (kind == "json_schema") {
         const auto spec = value.find("json_schema");
         if (spec == value.end() || !spec->is_object())
-          return field_error("response_format.json_schema", "is required with type json_schema: {\"name\", \"schema\", \"strict\"}");
+          return field_error("response_format.json_schema",
+                             "is required with type json_schema: {\"name\", \"schema\", \"strict\"}");
         for (const auto& [name, entry] : spec->items()) {
           if (name == "name" || name == "description") {
             if (!entry.is_string()) return field_error("response_format.json_schema." + name, "must be a string");
@@ -297,7 +312,8 @@ class Reader {
         field.schema = spec->contains("schema") ? spec->at("schema") : Json::object();
         field.field = "response_format.json_schema.schema";
       } else {
-        return field_error("response_format.type", "must be \"text\", \"json_object\" or \"json_schema\", not \"" + kind + "\"");
+        return field_error("response_format.type",
+                           "must be \"text\", \"json_object\" or \"json_schema\", not \"" + kind + "\"");
       }
     }
     if (out_.constraint)
@@ -320,18 +336,19 @@ struct Effort {
   std::string_view name;
   std::optional<uint32_t> budget;
 };
-constexpr Effort kEfforts[] = {{"none", 0},         {"minimal", 256},  {"low", 1024}, {"medium", 4096},
-                               {"high", 16384},     {"xhigh", 32768},  {"max", std::nullopt}};
+constexpr Effort kEfforts[] = {{"none", 0},     {"minimal", 256}, {"low", 1024},        {"medium", 4096},
+                               {"high", 16384}, {"xhigh", 32768}, {"max", std::nullopt}};
 
 }  // namespace
 
-ApiStatus unknown_field(const std::string& key, bool known, const std::string& route,
-                        const ApiLimits& limits, ApiRequest& request) {
+ApiStatus unknown_field(const std::string& key, bool known, const std::string& route, const ApiLimits& limits,
+                        ApiRequest& request) {
   if (limits.ignore_unknown_fields) {
     request.ignored_fields.push_back(key);  // the operator chose to accept what Kipp cannot honour
     return {};
   }
-  if (known) return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
+  if (known)
+    return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
   return field_error(key, "is not a field of " + route);
 }
 
@@ -371,7 +388,8 @@ ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohma
 
 // The constraint a request's schema or GBNF grammar stands for; a grammar that cannot run is refused.
 ApiResult<StructuredOutput> source_output(const ConstraintSource& source) {
-  if (source.kind == ConstraintSource::Kind::json_schema) return schema_output(source.field, source.schema, source.strict);
+  if (source.kind == ConstraintSource::Kind::json_schema)
+    return schema_output(source.field, source.schema, source.strict);
   auto compiled = grammar::compile_gbnf(source.gbnf);
   if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
   auto automaton = grammar::Automaton::create(std::move(compiled).value());
@@ -390,7 +408,8 @@ bool forces_call(ToolChoice choice) { return choice == ToolChoice::required || c
 ApiStatus force_tool_call(ApiRequest& request) {
   const std::string field = "tool_choice";
   if (request.tools.empty()) return field_error(field, "forces a call, but the request offers no tools");
-  auto forced = forced_call_schema(request.tools, request.tool_choice == ToolChoice::named ? request.tool_choice_name : "");
+  auto forced =
+      forced_call_schema(request.tools, request.tool_choice == ToolChoice::named ? request.tool_choice_name : "");
   if (!forced) return field_error(field, forced.error().message);
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
@@ -421,8 +440,10 @@ ApiResult<nlohmann::ordered_json> parse_request_json(std::string_view body, cons
     case json::Shape::too_deep:
       return ApiError{400, "the JSON nests deeper than " + std::to_string(limits.max_json_depth) + " levels", ""};
     case json::Shape::too_many_members:
-      return ApiError{400, "a JSON object in the body has more than the limit of " +
-                               std::to_string(limits.max_object_members) + " members", ""};
+      return ApiError{400,
+                      "a JSON object in the body has more than the limit of " +
+                          std::to_string(limits.max_object_members) + " members",
+                      ""};
   }
   try {
     return Json::parse(body);

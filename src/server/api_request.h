@@ -37,11 +37,11 @@ namespace kipp::server {
 enum class Endpoint { completions, chat, messages };  // messages: Anthropic's /v1/messages
 
 struct ApiLimits {
-  uint32_t vocab = 0;          // token ids must be below it
+  uint32_t vocab = 0;  // token ids must be below it
   uint32_t max_json_depth = 64;
   uint32_t max_object_members = json::kMaxObjectMembers;
   uint32_t max_n = 8;
-  uint32_t max_prompts = 32;   // completions: prompts in one request
+  uint32_t max_prompts = 32;  // completions: prompts in one request
   uint32_t max_stop_strings = 4;
   uint32_t max_stop_bytes = 256;
   // Accept fields Kipp does not know or implement instead of a 400 (kipp serve
@@ -85,10 +85,10 @@ struct ApiRequest {
   };
   std::vector<Prompt> prompts;
   std::vector<ChatMessage> messages;
-  std::optional<bool> enable_thinking;   // chat_template_kwargs.enable_thinking
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
   // Most tokens inside the think block (thinking_budget, reasoning_effort; Anthropic's thinking).
   std::optional<uint32_t> thinking_budget;
-  std::optional<uint32_t> max_tokens;    // absent: the endpoint's default
+  std::optional<uint32_t> max_tokens;  // absent: the endpoint's default
   uint32_t n = 1;
   // Sampling fields the client set; the rest come from the checkpoint's recommended defaults.
   std::optional<float> temperature, top_p, min_p, repetition_penalty, frequency_penalty, presence_penalty;
@@ -99,14 +99,14 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
-  uint32_t top_logprobs = 0;   // completions: logprobs = N; chat: top_logprobs
+  uint32_t top_logprobs = 0;                   // completions: logprobs = N; chat: top_logprobs
   std::optional<ConstraintSource> constraint;  // as read; compile_constraints turns it into `structured`
   std::optional<StructuredOutput> structured;
   // chat: the functions offered (rendered into the prompt), and how the answer may call them.
   std::vector<ChatTool> tools;
   ToolChoice tool_choice = ToolChoice::automatic;
-  std::string tool_choice_name;     // ToolChoice::named
-  bool parallel_tool_calls = true;  // false: at most one call is returned
+  std::string tool_choice_name;             // ToolChoice::named
+  bool parallel_tool_calls = true;          // false: at most one call is returned
   std::vector<std::string> ignored_fields;  // accepted unhonoured (ApiLimits::ignore_unknown_fields)
 };
 
@@ -127,12 +127,11 @@ bool has_constraints(const ApiRequest& request);
 // error names the field and the limit or keyword. Costs up to the grammar limits' worth of time.
 ApiStatus compile_constraints(ApiRequest& request);
 
-
 // A field the endpoint does not read: listed as ignored under ApiLimits::ignore_unknown_fields,
 // else refused as "not supported" (`known`: a field of the API that Kipp does not implement) or
 // as "not a field of `route`".
-ApiStatus unknown_field(const std::string& key, bool known, const std::string& route,
-                        const ApiLimits& limits, ApiRequest& request);
+ApiStatus unknown_field(const std::string& key, bool known, const std::string& route, const ApiLimits& limits,
+                        ApiRequest& request);
 
 // The thinking budget a reasoning effort stands for (both APIs' names: none, minimal, low, medium,
 // high, xhigh, max; max is no budget at all). False for a name that is not an effort.

@@ -40,16 +40,13 @@ ResponseHeader new_response_header(Endpoint endpoint, const std::string& model) 
   ResponseHeader header;
   header.endpoint = endpoint;
   header.id = (endpoint == Endpoint::chat ? "chatcmpl-" : "cmpl-") + random_hex(24);
-  header.created = std::chrono::duration_cast<std::chrono::seconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+  header.created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   header.model = model;
   return header;
 }
 
-const char* finish_reason_text(FinishReason reason) {
-  return reason == FinishReason::length ? "length" : "stop";
-}
+const char* finish_reason_text(FinishReason reason) { return reason == FinishReason::length ? "length" : "stop"; }
 
 Json usage_json(const RequestReport& report, std::optional<uint32_t> reasoning_tokens) {
   Json usage = {{"prompt_tokens", report.prompt_tokens},
@@ -63,16 +60,16 @@ Json usage_json(const RequestReport& report, std::optional<uint32_t> reasoning_t
 Json timings_json(const RequestReport& report) {
   const uint32_t evaluated = report.prompt_tokens - report.cached_tokens;
   Json timings = {{"cache_n", report.cached_tokens},
-          {"prompt_n", evaluated},
-          {"prompt_ms", report.prompt_seconds * 1e3},
-          {"prompt_per_token_ms", evaluated ? report.prompt_seconds * 1e3 / evaluated : 0.0},
-          {"prompt_per_second", per_second(evaluated, report.prompt_seconds)},
-          {"predicted_n", report.completion_tokens},
-          {"predicted_ms", report.decode_seconds * 1e3},
-          {"predicted_per_token_ms",
-           report.completion_tokens ? report.decode_seconds * 1e3 / report.completion_tokens : 0.0},
-          {"predicted_per_second", per_second(report.completion_tokens, report.decode_seconds)},
-          {"queue_ms", report.queue_seconds * 1e3}};
+                  {"prompt_n", evaluated},
+                  {"prompt_ms", report.prompt_seconds * 1e3},
+                  {"prompt_per_token_ms", evaluated ? report.prompt_seconds * 1e3 / evaluated : 0.0},
+                  {"prompt_per_second", per_second(evaluated, report.prompt_seconds)},
+                  {"predicted_n", report.completion_tokens},
+                  {"predicted_ms", report.decode_seconds * 1e3},
+                  {"predicted_per_token_ms",
+                   report.completion_tokens ? report.decode_seconds * 1e3 / report.completion_tokens : 0.0},
+                  {"predicted_per_second", per_second(report.completion_tokens, report.decode_seconds)},
+                  {"queue_ms", report.queue_seconds * 1e3}};
   // llama-server's names for what speculation drafted and kept (only when it drafted).
   if (report.draft_tokens > 0) {
     timings["draft_n"] = report.draft_tokens;

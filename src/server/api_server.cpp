@@ -42,7 +42,10 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
-    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)),
+    : config_(config),
+      tokenizer_(tokenizer),
+      scheduler_(scheduler),
+      tool_tokens_(find_tool_call_tokens(tokenizer)),
       think_tokens_(find_think_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
@@ -124,12 +127,9 @@ void ApiServer::reject(const std::shared_ptr<HttpExchange>& exchange, const ApiE
                        ApiDialect dialect) {
   {
     std::lock_guard lock(rejected_mutex_);
-    if (error.status == 401)
-      ++rejected_.unauthorized;
-    else if (error.status == 503)
-      ++rejected_.overloaded;
-    else
-      ++rejected_.invalid;
+    if (error.status == 401) ++rejected_.unauthorized;
+    else if (error.status == 503) ++rejected_.overloaded;
+    else ++rejected_.invalid;
   }
   exchange->respond(error_response(dialect, error, std::move(headers)));
 }
@@ -164,8 +164,9 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
   const std::string& path = request.path;
   const ApiDialect dialect = dialect_of(path);
   if (needs_key(path) && !authorized(request))
-    return reject(exchange, {401, "a valid API key is needed: send \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"", "",
-                             "authentication_error", "invalid_api_key"},
+    return reject(exchange,
+                  {401, "a valid API key is needed: send \"Authorization: Bearer KEY\" or \"x-api-key: KEY\"", "",
+                   "authentication_error", "invalid_api_key"},
                   {{"WWW-Authenticate", "Bearer"}}, dialect);
   const std::span<const RouteEntry> table = routes();
   const auto entry = std::find_if(table.begin(), table.end(), [&](const RouteEntry& e) { return e.path == path; });
@@ -177,8 +178,9 @@ void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchan
                   {{"Allow", std::string(entry->method)}}, dialect);
   if (entry->answer) return (this->*entry->answer)(exchange);
   if (draining_)
-    return reject(exchange, {503, "the server is shutting down: send the request to another replica", "", "server_error",
-                             "draining"},
+    return reject(exchange,
+                  {503, "the server is shutting down: send the request to another replica", "", "server_error",
+                   "draining"},
                   {{"Retry-After", "1"}}, dialect);
   auto taken = std::make_shared<Taken>(active_);
   {
@@ -210,17 +212,24 @@ void ApiServer::answer_metrics(const std::shared_ptr<HttpExchange>& exchange) {
 void ApiServer::answer_models(const std::shared_ptr<HttpExchange>& exchange) {
   Json models = Json::array();
   for (const std::string& name : config_.model_names)
-    models.push_back({{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "kipp"},
-                      {"max_model_len", config_.context}, {"type", "model"}, {"display_name", name},
+    models.push_back({{"id", name},
+                      {"object", "model"},
+                      {"created", 0},
+                      {"owned_by", "kipp"},
+                      {"max_model_len", config_.context},
+                      {"type", "model"},
+                      {"display_name", name},
                       {"created_at", "1970-01-01T00:00:00Z"}});
-  exchange->respond(json_response(200, {{"object", "list"}, {"data", std::move(models)}, {"has_more", false},
+  exchange->respond(json_response(200, {{"object", "list"},
+                                        {"data", std::move(models)},
+                                        {"has_more", false},
                                         {"first_id", config_.model_names.front()},
                                         {"last_id", config_.model_names.back()}}));
 }
 
 void ApiServer::answer_props(const std::shared_ptr<HttpExchange>& exchange) {
-  exchange->respond(json_response(
-      200, props_json({config_.chat_template, config_.model_names, config_.context, config_.max_sequences})));
+  exchange->respond(json_response(200, props_json({config_.chat_template, config_.model_names, config_.context,
+                                                   config_.max_sequences})));
 }
 
 ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest& request) const {
@@ -268,7 +277,8 @@ ApiResult<std::unique_ptr<ApiServer::ReadBody>> ApiServer::read_request(Endpoint
   if (!request.ignored_fields.empty()) {
     std::string listed;
     for (const std::string& field : request.ignored_fields) listed += " " + field;
-    std::fprintf(stderr, "kipp serve: %s accepted with fields it does not honour:%s\n", http.path.c_str(), listed.c_str());
+    std::fprintf(stderr, "kipp serve: %s accepted with fields it does not honour:%s\n", http.path.c_str(),
+                 listed.c_str());
   }
   if (std::find(config_.model_names.begin(), config_.model_names.end(), request.model) == config_.model_names.end()) {
     std::string names;
@@ -322,8 +332,7 @@ ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiReq
                       "context_length_exceeded"};
     case CompletionRefusal::Reason::answer_too_long:
       return ApiError{400, refusal.message, "max_tokens", "invalid_request_error", "context_length_exceeded"};
-    case CompletionRefusal::Reason::invalid_sampling:
-      break;
+    case CompletionRefusal::Reason::invalid_sampling: break;
   }
   return ApiError{400, refusal.message, ""};
 }

@@ -34,8 +34,9 @@ struct ApiConfig {
   Variant variant = Variant::base;
   uint32_t context = 0;
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
-  std::optional<std::string> api_key;  // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
-  std::string chat_template;           // the artifact's, for GET /props
+  std::optional<std::string>
+      api_key;                // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
+  std::string chat_template;  // the artifact's, for GET /props
   bool ignore_unknown_fields = false;  // --ignore-unknown-fields: see ApiLimits
   uint32_t max_sequences = 0;          // evaluated together, for GET /props
   uint32_t max_waiting = 0;            // the queue's room, for the agent's load
@@ -137,8 +138,8 @@ class ApiServer {
   const std::shared_ptr<std::atomic<unsigned>> active_ = std::make_shared<std::atomic<unsigned>>(0);
   std::atomic<bool> draining_{false};
   std::mutex pending_mutex_;  // guards both queues and stopping_
-  Queue to_read_;              // taken by the workers
-  Queue to_compile_;           // taken by the compile threads
+  Queue to_read_;             // taken by the workers
+  Queue to_compile_;          // taken by the compile threads
   bool stopping_ = false;
   std::vector<std::thread> workers_;  // both kinds
 };

@@ -114,8 +114,7 @@ void Connection::do_respond(uint64_t id, HttpResponse response) {
   pump();
 }
 
-void Connection::do_start_stream(uint64_t id, int status, const std::string& content_type,
-                                 const HttpHeaders& headers) {
+void Connection::do_start_stream(uint64_t id, int status, const std::string& content_type, const HttpHeaders& headers) {
   if (closed() || id != cur_id_ || phase_ != Phase::kHandling) return;
   if (!chunked()) keep_alive_ = false;
   phase_ = Phase::kStreaming;
@@ -409,13 +408,9 @@ void Connection::start_watch() {
   if (watching_ || closed() || !pending()) return;
   // Check now: a close that arrived before the wait was registered raises no new event.
   switch (probe()) {
-    case Probe::kGone:
-      close_now();
-      return;
-    case Probe::kFull:
-      return;  // a client that sends this much ahead is not watched further
-    case Probe::kQuiet:
-      break;
+    case Probe::kGone: close_now(); return;
+    case Probe::kFull: return;  // a client that sends this much ahead is not watched further
+    case Probe::kQuiet: break;
   }
   watching_ = true;
   uint64_t seq = watch_seq_;
@@ -488,8 +483,7 @@ void Connection::on_written(error_code ec) {
 
 void Connection::on_drained(After next) {
   switch (next) {
-    case After::kNone:
-      break;
+    case After::kNone: break;
     case After::kReadBody:
       if (phase_ == Phase::kContinue) read_body();
       break;

@@ -69,7 +69,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kResponding,  // a whole response is being written
     kStreaming,
     kStreamEnding,  // the stream's end is queued: nothing more is written to it
-    kErrorReply,  // a limit or parse error is being answered
+    kErrorReply,    // a limit or parse error is being answered
     kLingering,
     kClosed,
   };

@@ -23,16 +23,13 @@ class Exchange final : public HttpExchange {
   }
 
   void respond(HttpResponse response) override {
-    asio::post(connection_->strand(), [c = connection_, id = id_, r = std::move(response)]() mutable {
-      c->do_respond(id, std::move(r));
-    });
+    asio::post(connection_->strand(),
+               [c = connection_, id = id_, r = std::move(response)]() mutable { c->do_respond(id, std::move(r)); });
   }
 
   void start_stream(int status, std::string content_type, HttpHeaders headers) override {
-    asio::post(connection_->strand(),
-               [c = connection_, id = id_, status, ct = std::move(content_type), h = std::move(headers)] {
-                 c->do_start_stream(id, status, ct, h);
-               });
+    asio::post(connection_->strand(), [c = connection_, id = id_, status, ct = std::move(content_type),
+                                       h = std::move(headers)] { c->do_start_stream(id, status, ct, h); });
   }
 
   void write(std::string data) override {

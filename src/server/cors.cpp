@@ -61,8 +61,8 @@ class CorsExchange : public HttpExchange {
 HttpHandler with_cors(CorsOptions options, HttpHandler handler) {
   if (options.origins.empty()) return handler;
   const bool any = std::find(options.origins.begin(), options.origins.end(), "*") != options.origins.end();
-  return [any, origins = std::move(options.origins), handler = std::move(handler)](
-             HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
+  return [any, origins = std::move(options.origins),
+          handler = std::move(handler)](HttpRequest request, std::shared_ptr<HttpExchange> exchange) {
     const std::string origin = request.header("Origin");
     const bool allowed = !origin.empty() && (any || std::find(origins.begin(), origins.end(), origin) != origins.end());
     if (!allowed) return handler(std::move(request), std::move(exchange));

@@ -93,8 +93,8 @@ std::string render(http::response<Body>& message, bool head_only) {
 std::string whole_response(HttpResponse response, bool keep_alive, bool head_only) {
   const int status = response.status < 100 || response.status > 999 ? 500 : response.status;
   http::response<http::string_body> message;
-  fill_head(message, status, response.content_type, Framing::length, response.body.size(), response.headers,
-            keep_alive, false);
+  fill_head(message, status, response.content_type, Framing::length, response.body.size(), response.headers, keep_alive,
+            false);
   if (status_has_body(status) && !head_only) message.body() = std::move(response.body);
   return render(message, false);
 }

@@ -24,7 +24,7 @@ std::string stream_head(int status, const std::string& content_type, const HttpH
                         bool keep_alive);
 
 std::string framed_chunk(std::string_view data);  // one chunk of a chunked body; `data` not empty
-std::string last_chunk();                  // the chunk that ends a chunked body
-std::string continue_response();           // the interim answer to "Expect: 100-continue"
+std::string last_chunk();                         // the chunk that ends a chunked body
+std::string continue_response();                  // the interim answer to "Expect: 100-continue"
 
 }  // namespace kipp::server

@@ -11,9 +11,9 @@
 namespace kipp::server {
 
 struct HttpLimits {
-  size_t max_header_bytes = 16 * 1024;        // request line + headers; beyond: 431
-  size_t max_body_bytes = 8 * 1024 * 1024;    // beyond: 413
-  unsigned max_connections = 256;             // open at once; beyond: 503 + Retry-After, closed
+  size_t max_header_bytes = 16 * 1024;               // request line + headers; beyond: 431
+  size_t max_body_bytes = 8 * 1024 * 1024;           // beyond: 413
+  unsigned max_connections = 256;                    // open at once; beyond: 503 + Retry-After, closed
   std::chrono::milliseconds request_timeout{30000};  // a whole request must arrive within: 408
   std::chrono::milliseconds idle_timeout{60000};     // keep-alive connection with no request: closed
   std::chrono::milliseconds write_timeout{30000};    // a client that stops reading: closed

@@ -19,8 +19,8 @@ class HttpServer {
  public:
   // Binds host:port (port 0 picks a free one) and starts listening; requests are served once
   // run() is called.
-  static Result<std::unique_ptr<HttpServer>> create(const std::string& host, uint16_t port,
-                                                    HttpServerOptions options, HttpHandler handler);
+  static Result<std::unique_ptr<HttpServer>> create(const std::string& host, uint16_t port, HttpServerOptions options,
+                                                    HttpHandler handler);
   virtual ~HttpServer() = default;
   virtual uint16_t port() const = 0;  // the bound port
   virtual void run() = 0;             // serves until stop()

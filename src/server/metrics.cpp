@@ -70,8 +70,8 @@ std::string vllm_text(const SchedulerStats& stats, const std::string& model, dou
   v.metric("vllm:kv_cache_usage_perc", "gauge", "Fraction of KV pool blocks held by requests (0..1).", used);
   v.metric("vllm:gpu_cache_usage_perc", "gauge", "The older name of vllm:kv_cache_usage_perc.", used);
   v.metric("vllm:cache_config_info", "gauge", "The KV cache's configuration, in labels.", 1,
-           "block_size=\"" + std::to_string(kKvBlockTokens) + "\",num_gpu_blocks=\"" + std::to_string(stats.pool.total) +
-               "\",enable_prefix_caching=\"True\"");
+           "block_size=\"" + std::to_string(kKvBlockTokens) + "\",num_gpu_blocks=\"" +
+               std::to_string(stats.pool.total) + "\",enable_prefix_caching=\"True\"");
   v.metric("vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
            double(stats.prompt_tokens));
   v.metric("vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
@@ -80,8 +80,10 @@ std::string vllm_text(const SchedulerStats& stats, const std::string& model, dou
            double(stats.draft_tokens));
   v.metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Drafted tokens the model confirmed.",
            double(stats.accepted_draft_tokens));
-  v.histogram("vllm:time_to_first_token_seconds", "From arrival to the first generated token.", stats.first_token_seconds);
-  v.histogram("vllm:e2e_request_latency_seconds", "From arrival to the end of finished requests.", stats.request_seconds);
+  v.histogram("vllm:time_to_first_token_seconds", "From arrival to the first generated token.",
+              stats.first_token_seconds);
+  v.histogram("vllm:e2e_request_latency_seconds", "From arrival to the end of finished requests.",
+              stats.request_seconds);
   return v.text();
 }
 
@@ -110,7 +112,8 @@ std::string prometheus_text(const SchedulerStats& stats, const RejectionCounts& 
   e.metric("kipp_generation_tokens_total", "counter", "Tokens generated.", double(stats.generated_tokens));
   e.metric("kipp_prefix_tokens_reused_total", "counter", "Prompt tokens adopted from the KV pool instead of evaluated.",
            double(stats.prefix_tokens_reused));
-  e.metric("kipp_draft_tokens_total", "counter", "Tokens drafted by prompt lookup (--spec).", double(stats.draft_tokens));
+  e.metric("kipp_draft_tokens_total", "counter", "Tokens drafted by prompt lookup (--spec).",
+           double(stats.draft_tokens));
   e.metric("kipp_accepted_draft_tokens_total", "counter", "Drafted tokens the model confirmed.",
            double(stats.accepted_draft_tokens));
   e.metric("kipp_scheduler_steps_total", "counter", "Evaluation steps.", double(stats.steps));

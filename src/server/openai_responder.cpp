@@ -43,7 +43,8 @@ class OpenAiResponder : public Responder {
     if (!stream_) return;
     if (chat())
       for (size_t k = piece.first_new_call; k < choice.answer.calls.size(); ++k) send_call(update.choice, choice, k);
-    if (piece.reasoning.empty() && piece.content.empty() && update.tokens.empty()) return;  // a finish alone waits for done()
+    if (piece.reasoning.empty() && piece.content.empty() && update.tokens.empty())
+      return;  // a finish alone waits for done()
     Json chunk = response_envelope(header_, true);
     Json entry = {{"index", update.choice}, {"finish_reason", nullptr}};
     if (chat()) {
@@ -56,7 +57,8 @@ class OpenAiResponder : public Responder {
       entry["logprobs"] = logprobs_ ? chat_logprobs_json(update.tokens, tokenizer_) : Json(nullptr);
     } else {
       entry["text"] = update.text;
-      entry["logprobs"] = logprobs_ ? completion_logprobs_json(update.tokens, tokenizer_, piece.text_offset) : Json(nullptr);
+      entry["logprobs"] =
+          logprobs_ ? completion_logprobs_json(update.tokens, tokenizer_, piece.text_offset) : Json(nullptr);
     }
     chunk["choices"].push_back(std::move(entry));
     send(sse_event(chunk));
@@ -79,13 +81,16 @@ class OpenAiResponder : public Responder {
       if (chat()) {
         // A turn that only calls has no content: null, as OpenAI answers it.
         Json message = {{"role", "assistant"},
-                        {"content", answer.content.empty() && !answer.calls.empty() ? Json(nullptr) : Json(answer.content)}};
+                        {"content",
+                         answer.content.empty() && !answer.calls.empty() ? Json(nullptr) : Json(answer.content)}};
         if (!answer.reasoning.empty()) message["reasoning_content"] = answer.reasoning;
         if (!answer.calls.empty()) {
           message["tool_calls"] = Json::array();
           for (const IdentifiedCall& call : answer.calls)
-            message["tool_calls"].push_back({{"id", call.id}, {"type", "function"},
-                                             {"function", {{"name", call.call.name}, {"arguments", call.call.arguments}}}});
+            message["tool_calls"].push_back(
+                {{"id", call.id},
+                 {"type", "function"},
+                 {"function", {{"name", call.call.name}, {"arguments", call.call.arguments}}}});
         }
         entry["message"] = std::move(message);
         entry["logprobs"] = logprobs_ ? chat_logprobs_json(answer.tokens, tokenizer_) : Json(nullptr);
@@ -107,8 +112,7 @@ class OpenAiResponder : public Responder {
       Json entry = {{"index", i}, {"finish_reason", choices_[i].finish_text()}, {"logprobs", nullptr}};
       if (chat())
         entry["delta"] = choices_[i].announced ? Json::object() : Json{{"role", "assistant"}, {"content", ""}};
-      else
-        entry["text"] = "";
+      else entry["text"] = "";
       chunk["choices"].push_back(std::move(entry));
       if (i + 1 == choices_.size()) {
         chunk["timings"] = timings_json(report);
@@ -138,7 +142,9 @@ class OpenAiResponder : public Responder {
   // turns out unreadable is never half sent (it arrives as content instead).
   void send_call(uint32_t index, Choice& choice, size_t k) {
     const IdentifiedCall& call = choice.answer.calls[k];
-    Json opening = {{"index", k}, {"id", call.id}, {"type", "function"},
+    Json opening = {{"index", k},
+                    {"id", call.id},
+                    {"type", "function"},
                     {"function", {{"name", call.call.name}, {"arguments", ""}}}};
     Json pieces = {{"index", k}, {"function", {{"arguments", call.call.arguments}}}};
     for (Json* part : {&opening, &pieces}) {
@@ -146,7 +152,8 @@ class OpenAiResponder : public Responder {
       if (!choice.announced) delta["role"] = "assistant";
       choice.announced = true;
       Json chunk = response_envelope(header_, true);
-      chunk["choices"].push_back({{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+      chunk["choices"].push_back(
+          {{"index", index}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
       send(sse_event(chunk));
     }
   }
@@ -162,7 +169,8 @@ class OpenAiResponder : public Responder {
 
 std::shared_ptr<Responder> make_openai_responder(ResponseHeader header, const ApiRequest& request,
                                                  const Tokenizer& tokenizer, std::shared_ptr<HttpExchange> exchange,
-                                                 const AnswerOptions& answer, ToolCallCounts& counts, uint32_t choices) {
+                                                 const AnswerOptions& answer, ToolCallCounts& counts,
+                                                 uint32_t choices) {
   return std::make_shared<OpenAiResponder>(std::move(header), request, tokenizer, std::move(exchange), answer, counts,
                                            choices);
 }

@@ -35,38 +35,39 @@ ApiResult<float> real_number(const nlohmann::ordered_json& value, const std::str
   const double number = value.get<double>();
   const bool too_low = open_low ? !(number > low) : !(number >= low);
   if (!std::isfinite(number) || too_low || number > high) {
-    std::string range = (open_low ? "(" : "[") + nlohmann::ordered_json(low).dump() + ", " + nlohmann::ordered_json(high).dump() + "]";
+    std::string range =
+        (open_low ? "(" : "[") + nlohmann::ordered_json(low).dump() + ", " + nlohmann::ordered_json(high).dump() + "]";
     return field_error(field, "must be in " + range + ", not " + value.dump());
   }
   return float(number);
 }
 
-ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
-                       int64_t high, const std::function<void(int64_t)>& assign) {
+ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low, int64_t high,
+                       const std::function<void(int64_t)>& assign) {
   auto number = whole_number(value, field, low, high);
   if (!number.ok()) return number.error();
   assign(number.value());
   return {};
 }
 
-ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
-                      double high, bool open_low, std::optional<float>& target) {
+ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low, double high,
+                      bool open_low, std::optional<float>& target) {
   auto number = real_number(value, field, low, high, open_low);
   if (!number.ok()) return number.error();
   target = number.value();
   return {};
 }
 
-ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value,
-                                                 const std::string& field, uint32_t max_count,
-                                                 uint32_t max_bytes, bool single_allowed) {
+ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value, const std::string& field,
+                                                 uint32_t max_count, uint32_t max_bytes, bool single_allowed) {
   const std::string shape = single_allowed ? "must be a string or an array of strings" : "must be an array of strings";
   std::vector<std::string> stops;
   if (value.is_string() && single_allowed) {
     stops.push_back(value.get<std::string>());
   } else if (value.is_array()) {
     if (value.size() > max_count)
-      return field_error(field, "at most " + std::to_string(max_count) + " stop strings, not " + std::to_string(value.size()));
+      return field_error(field,
+                         "at most " + std::to_string(max_count) + " stop strings, not " + std::to_string(value.size()));
     for (const auto& stop : value) {
       if (!stop.is_string()) return field_error(field, shape);
       stops.push_back(stop.get<std::string>());

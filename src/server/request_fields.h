@@ -22,19 +22,18 @@ ApiResult<int64_t> whole_number(const nlohmann::ordered_json& value, const std::
                                 int64_t high);
 
 // A number in [low, high]; `open_low` excludes low itself.
-ApiResult<float> real_number(const nlohmann::ordered_json& value, const std::string& field, double low,
-                             double high, bool open_low = false);
+ApiResult<float> real_number(const nlohmann::ordered_json& value, const std::string& field, double low, double high,
+                             bool open_low = false);
 
 // The same, handing the number to `assign` (or `target`); the error when it is out of range.
-ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low,
-                       int64_t high, const std::function<void(int64_t)>& assign);
-ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low,
-                      double high, bool open_low, std::optional<float>& target);
+ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low, int64_t high,
+                       const std::function<void(int64_t)>& assign);
+ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low, double high,
+                      bool open_low, std::optional<float>& target);
 
 // Stop strings: an array of non-empty strings (or one string, where the API allows it), at most
 // `max_count` of at most `max_bytes` each.
-ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value,
-                                                 const std::string& field, uint32_t max_count,
-                                                 uint32_t max_bytes, bool single_allowed);
+ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value, const std::string& field,
+                                                 uint32_t max_count, uint32_t max_bytes, bool single_allowed);
 
 }  // namespace kipp::server

@@ -14,7 +14,8 @@ Responder::Responder(const ApiRequest& request, std::shared_ptr<HttpExchange> ex
                           return u.keyword + " at " + (u.pointer.empty() ? "/" : u.pointer);
                         })});
   if (!request.ignored_fields.empty())
-    headers_.push_back({"x-kipp-ignored-fields", listed(request.ignored_fields, [](const std::string& f) { return f; })});
+    headers_.push_back(
+        {"x-kipp-ignored-fields", listed(request.ignored_fields, [](const std::string& f) { return f; })});
 }
 
 void Responder::start() {
@@ -41,10 +42,8 @@ void Responder::done(const RequestReport& report) {
 }
 
 void Responder::send(std::string event) {
-  if (started_)
-    exchange_->write(std::move(event));
-  else
-    pending_.push_back(std::move(event));
+  if (started_) exchange_->write(std::move(event));
+  else pending_.push_back(std::move(event));
 }
 
 }  // namespace kipp::server

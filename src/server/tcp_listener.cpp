@@ -21,7 +21,8 @@ Result<uint16_t> listen_on(tcp::acceptor& acceptor, const std::string& host, uin
   } else {
     tcp::resolver resolver(acceptor.get_executor());
     auto results = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
-    if (ec || results.empty()) return fail("cannot resolve ", where, ": ", ec ? ec.message() : std::string("no addresses"));
+    if (ec || results.empty())
+      return fail("cannot resolve ", where, ": ", ec ? ec.message() : std::string("no addresses"));
     endpoint = results.begin()->endpoint();
   }
   acceptor.open(endpoint.protocol(), ec);

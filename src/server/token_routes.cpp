@@ -6,7 +6,6 @@
 namespace kipp::server {
 namespace {
 
-
 RouteAnswer bad_request(const std::string& param, const std::string& message) {
   return {400, error_json(ApiError{400, param.empty() ? message : param + ": " + message, param})};
 }
@@ -21,8 +20,10 @@ bool read_object(std::string_view body, Json& out) {
 
 RouteAnswer tokenize_route(const Tokenizer& tokenizer, std::string_view body) {
   Json request;
-  if (!read_object(body, request)) return bad_request("", "the body must be a JSON object such as {\"content\": \"text\"}");
-  if (!request.contains("content") || !request["content"].is_string()) return bad_request("content", "must be a string");
+  if (!read_object(body, request))
+    return bad_request("", "the body must be a JSON object such as {\"content\": \"text\"}");
+  if (!request.contains("content") || !request["content"].is_string())
+    return bad_request("content", "must be a string");
   bool with_pieces = false;
   if (request.contains("with_pieces")) {
     if (!request["with_pieces"].is_boolean()) return bad_request("with_pieces", "must be true or false");
@@ -51,8 +52,10 @@ RouteAnswer tokenize_route(const Tokenizer& tokenizer, std::string_view body) {
 
 RouteAnswer detokenize_route(const Tokenizer& tokenizer, std::string_view body) {
   Json request;
-  if (!read_object(body, request)) return bad_request("", "the body must be a JSON object such as {\"tokens\": [1, 2]}");
-  if (!request.contains("tokens") || !request["tokens"].is_array()) return bad_request("tokens", "must be an array of token ids");
+  if (!read_object(body, request))
+    return bad_request("", "the body must be a JSON object such as {\"tokens\": [1, 2]}");
+  if (!request.contains("tokens") || !request["tokens"].is_array())
+    return bad_request("tokens", "must be an array of token ids");
   std::vector<TokenId> ids;
   for (const Json& id : request["tokens"]) {
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= tokenizer.vocab_size())

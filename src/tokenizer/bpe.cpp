@@ -8,9 +8,7 @@ namespace kipp {
 namespace {
 
 // std::push_heap keeps the largest first; "larger" here means lower rank, then further left.
-bool comes_later(const auto& a, const auto& b) {
-  return a.rank != b.rank ? a.rank > b.rank : a.left > b.left;
-}
+bool comes_later(const auto& a, const auto& b) { return a.rank != b.rank ? a.rank > b.rank : a.left > b.left; }
 
 }  // namespace
 
@@ -23,8 +21,8 @@ void BpeEncoder::push_candidate(int32_t left, const MergeTable& merges) {
   std::push_heap(heap_.begin(), heap_.end(), [](const Candidate& a, const Candidate& b) { return comes_later(a, b); });
 }
 
-void BpeEncoder::encode(std::string_view piece, const std::array<TokenId, 256>& byte_tokens,
-                        const MergeTable& merges, std::vector<TokenId>& out) {
+void BpeEncoder::encode(std::string_view piece, const std::array<TokenId, 256>& byte_tokens, const MergeTable& merges,
+                        std::vector<TokenId>& out) {
   if (piece.size() == 1) {
     out.push_back(byte_tokens[uint8_t(piece[0])]);
     return;

@@ -9,8 +9,8 @@
 namespace kipp {
 namespace {
 
-constexpr char32_t kWhitespace[] = {0x09,   0x0A,   0x0B,   0x0C,   0x0D,   0x20,   0x85,   0xA0,
-                                    0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
+constexpr char32_t kWhitespace[] = {0x09, 0x0A,   0x0B,   0x0C,   0x0D,   0x20,   0x85,
+                                    0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000};
 constexpr char32_t kGeneralPunctuationSpacesFirst = 0x2000;
 constexpr char32_t kGeneralPunctuationSpacesLast = 0x200A;
 // Conjoining jamo that compose into Hangul syllables as a second part (vowels and trailing consonants).
@@ -23,14 +23,11 @@ CharClass class_from_category(utf8proc_category_t category) {
     case UTF8PROC_CATEGORY_LL:
     case UTF8PROC_CATEGORY_LT:
     case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-      return CharClass::letter;
+    case UTF8PROC_CATEGORY_LO: return CharClass::letter;
     case UTF8PROC_CATEGORY_ND:
     case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_NO:
-      return CharClass::number;
-    default:
-      return CharClass::other;
+    case UTF8PROC_CATEGORY_NO: return CharClass::number;
+    default: return CharClass::other;
   }
 }
 
@@ -42,9 +39,11 @@ bool has_canonical_decomposition(const utf8proc_property_t& property) {
 bool nfc_keeps(char32_t code_point) {
   utf8proc_int32_t buffer[32];
   const utf8proc_ssize_t length =
-      utf8proc_decompose_char(utf8proc_int32_t(code_point), buffer, 32, utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
+      utf8proc_decompose_char(utf8proc_int32_t(code_point), buffer, 32,
+                              utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
   if (length <= 0 || length > 32) return false;
-  const utf8proc_ssize_t composed = utf8proc_normalize_utf32(buffer, length, utf8proc_option_t(UTF8PROC_COMPOSE | UTF8PROC_STABLE));
+  const utf8proc_ssize_t composed =
+      utf8proc_normalize_utf32(buffer, length, utf8proc_option_t(UTF8PROC_COMPOSE | UTF8PROC_STABLE));
   return composed == 1 && buffer[0] == utf8proc_int32_t(code_point);
 }
 
@@ -81,7 +80,8 @@ CharTable::CharTable() : facts_(new uint8_t[kCodePoints]) {
     if (!nfc_keeps(cp)) facts_[cp] &= ~kNfcBoundary;
     utf8proc_int32_t parts[32];
     const utf8proc_ssize_t length =
-        utf8proc_decompose_char(utf8proc_int32_t(cp), parts, 32, utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
+        utf8proc_decompose_char(utf8proc_int32_t(cp), parts, 32,
+                                utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
     for (utf8proc_ssize_t i = 1; i < length && i < 32; ++i) facts_[char32_t(parts[i])] &= ~kNfcBoundary;
   }
   for (char32_t cp = kJamoVowelFirst; cp <= kJamoVowelLast; ++cp) facts_[cp] &= ~kNfcBoundary;

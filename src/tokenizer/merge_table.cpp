@@ -7,7 +7,9 @@
 
 namespace kipp {
 
-MergeTable::MergeTable(size_t expected_merges) { resize(std::bit_ceil(std::max<size_t>(16, expected_merges + expected_merges / 2))); }
+MergeTable::MergeTable(size_t expected_merges) {
+  resize(std::bit_ceil(std::max<size_t>(16, expected_merges + expected_merges / 2)));
+}
 
 void MergeTable::resize(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);

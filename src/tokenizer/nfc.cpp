@@ -13,16 +13,14 @@
 namespace kipp {
 namespace {
 
-uint8_t combining_class(int32_t code_point) {
-  return uint8_t(utf8proc_get_property(code_point)->combining_class);
-}
+uint8_t combining_class(int32_t code_point) { return uint8_t(utf8proc_get_property(code_point)->combining_class); }
 
 }  // namespace
 
 std::string_view NfcNormalizer::normalize(std::string_view text) {
   const CharTable& table = CharTable::get();
   const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-  size_t copied = 0;        // text[0, copied) is already in normalized_
+  size_t copied = 0;         // text[0, copied) is already in normalized_
   size_t last_boundary = 0;  // start of the last character before which NFC cannot reach
   size_t pos = 0;
   bool changed = false;
@@ -89,7 +87,8 @@ void NfcNormalizer::append_utf8proc_nfc(std::string_view piece) {
     const char32_t code_point = utf8::decode_valid(bytes + pos, length);
     pos += length;
     const utf8proc_ssize_t count =
-        utf8proc_decompose_char(int32_t(code_point), decomposed, 32, utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
+        utf8proc_decompose_char(int32_t(code_point), decomposed, 32,
+                                utf8proc_option_t(UTF8PROC_DECOMPOSE | UTF8PROC_STABLE), nullptr);
     code_points_.insert(code_points_.end(), decomposed, decomposed + std::clamp<utf8proc_ssize_t>(count, 0, 32));
   }
   // Canonical ordering: each run of non-starters sorted stably by combining class.
@@ -104,8 +103,8 @@ void NfcNormalizer::append_utf8proc_nfc(std::string_view piece) {
                      [](int32_t a, int32_t b) { return combining_class(a) < combining_class(b); });
     run = run_end;
   }
-  const utf8proc_ssize_t composed = utf8proc_normalize_utf32(
-      code_points_.data(), utf8proc_ssize_t(code_points_.size()), utf8proc_option_t(UTF8PROC_COMPOSE | UTF8PROC_STABLE));
+  const utf8proc_ssize_t composed = utf8proc_normalize_utf32(code_points_.data(), utf8proc_ssize_t(code_points_.size()),
+                                                             utf8proc_option_t(UTF8PROC_COMPOSE | UTF8PROC_STABLE));
   for (utf8proc_ssize_t i = 0; i < composed; ++i) utf8::append(char32_t(code_points_[size_t(i)]), normalized_);
 }
 

@@ -65,7 +65,8 @@ Result<std::vector<std::array<TokenId, 3>>> resolve_merges(const TokenizerData& 
     }
     const std::string_view merge = data.merges[rank];
     const auto [left, right] = merge_pieces(merge);
-    if (left.empty()) return fail("tokenizer: merge ", rank, " \"", merge, "\" is not two pieces separated by one space");
+    if (left.empty())
+      return fail("tokenizer: merge ", rank, " \"", merge, "\" is not two pieces separated by one space");
     joined.assign(left).append(right);
     // Vocabularies trained by BPE list each merge's result at id 256 + rank: check there first.
     const size_t usual_id = 256 + rank;
@@ -74,7 +75,10 @@ Result<std::vector<std::array<TokenId, 3>>> resolve_merges(const TokenizerData& 
     const auto merged_id = usual ? std::optional<TokenId>(TokenId(usual_id)) : vocab.find(joined);
     const auto left_id = vocab.find(left), right_id = vocab.find(right);
     if (!left_id || !right_id || !merged_id)
-      return fail("tokenizer: merge ", rank, " \"", merge, "\": \"", !left_id ? left : !right_id ? right : joined,
+      return fail("tokenizer: merge ", rank, " \"", merge, "\": \"",
+                  !left_id    ? left
+                  : !right_id ? right
+                              : joined,
                   "\" is not in the vocabulary");
     resolved.push_back({*left_id, *right_id, *merged_id});
   }
@@ -106,8 +110,7 @@ Status Tokenizer::load_tokens(const TokenizerData& data, VocabIndex& vocab) {
         token_bytes_ += text;
         added_.add(text, TokenId(id));
         break;
-      case gguf::TokenType::unused:
-        break;
+      case gguf::TokenType::unused: break;
       default:
         return fail("tokenizer: token ", id, " has type ", data.token_types[id],
                     "; expected 1 (normal), 3 (control), 4 (user-defined) or 5 (unused)");
@@ -161,8 +164,7 @@ Status Tokenizer::check_id(TokenId id) const {
   return {};
 }
 
-void Tokenizer::encode_segment(std::string_view segment, EncodeWorkspace& workspace,
-                               std::vector<TokenId>& ids) const {
+void Tokenizer::encode_segment(std::string_view segment, EncodeWorkspace& workspace, std::vector<TokenId>& ids) const {
   if (segment.empty()) return;
   const std::string_view normalized = workspace.nfc.normalize(segment);
   workspace.pieces.clear();

@@ -66,7 +66,7 @@ class Tokenizer {
   Status load_merges(const TokenizerData& data, const VocabIndex& vocab);
   void encode_segment(std::string_view segment, EncodeWorkspace& workspace, std::vector<TokenId>& ids) const;
 
-  std::string token_bytes_;             // every token's bytes, back to back
+  std::string token_bytes_;              // every token's bytes, back to back
   std::vector<uint32_t> token_offsets_;  // token id -> start in token_bytes_; one extra at the end
   std::vector<bool> normal_;             // token id -> a byte-level BPE token
   std::array<TokenId, 256> byte_tokens_{};

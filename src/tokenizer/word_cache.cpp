@@ -31,8 +31,8 @@ void WordCache::insert(std::string_view piece, std::span<const TokenId> ids) {
   const size_t mask = slots_.size() - 1;
   size_t slot = size_t(hash) & mask;
   while (slots_[slot].used) slot = (slot + 1) & mask;
-  slots_[slot] = Entry{hash, uint32_t(keys_.size()), uint32_t(ids_.size()), uint16_t(piece.size()),
-                       uint16_t(ids.size()), true};
+  slots_[slot] =
+      Entry{hash, uint32_t(keys_.size()), uint32_t(ids_.size()), uint16_t(piece.size()), uint16_t(ids.size()), true};
   keys_.append(piece);
   ids_.insert(ids_.end(), ids.begin(), ids.end());
   ++entries_;

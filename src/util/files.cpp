@@ -86,8 +86,10 @@ Result<AtomicFile> AtomicFile::create(const std::string& final_path) {
 }
 
 AtomicFile::AtomicFile(AtomicFile&& other) noexcept
-    : final_path_(std::move(other.final_path_)), temp_path_(std::move(other.temp_path_)),
-      file_(std::exchange(other.file_, nullptr)), written_(other.written_) {}
+    : final_path_(std::move(other.final_path_)),
+      temp_path_(std::move(other.temp_path_)),
+      file_(std::exchange(other.file_, nullptr)),
+      written_(other.written_) {}
 
 AtomicFile::~AtomicFile() {
   if (file_) {

@@ -13,8 +13,7 @@ namespace kipp {
 }  // namespace kipp
 
 #if defined(KIPP_CHECK_INVARIANTS)
-#define KIPP_INVARIANT(condition) \
-  ((condition) ? void(0) : ::kipp::invariant_broken(#condition, __FILE__, __LINE__))
+#define KIPP_INVARIANT(condition) ((condition) ? void(0) : ::kipp::invariant_broken(#condition, __FILE__, __LINE__))
 #else
 #define KIPP_INVARIANT(condition) ((void)sizeof(condition))
 #endif

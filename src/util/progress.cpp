@@ -49,8 +49,10 @@ std::string format_eta(double seconds) {
   const uint64_t s = uint64_t(std::llround(seconds));
   char text[32];
   if (s < 60) std::snprintf(text, sizeof text, "%llus", (unsigned long long)s);
-  else if (s < 3600) std::snprintf(text, sizeof text, "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
-  else std::snprintf(text, sizeof text, "%lluh%02llum", (unsigned long long)(s / 3600), (unsigned long long)(s / 60 % 60));
+  else if (s < 3600)
+    std::snprintf(text, sizeof text, "%llum%02llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
+  else
+    std::snprintf(text, sizeof text, "%lluh%02llum", (unsigned long long)(s / 3600), (unsigned long long)(s / 60 % 60));
   return text;
 }
 

@@ -10,8 +10,8 @@
 
 namespace kipp {
 
-std::string format_bytes(uint64_t bytes);   // "1.5 MiB"
-std::string format_eta(double seconds);     // "42s", "3m07s", "2h05m"
+std::string format_bytes(uint64_t bytes);  // "1.5 MiB"
+std::string format_eta(double seconds);    // "42s", "3m07s", "2h05m"
 
 // The terminal line: "LABEL [#####.....]  45%  1.2 GiB/2.7 GiB  56.3 MiB/s  ETA 27s", cut to `width`.
 // total == 0 means unknown (no bar, no percentage, no ETA); rate <= 0 means not measured yet.

@@ -90,10 +90,8 @@ void append_lossy(std::string_view bytes, std::string& out) {
   size_t offset = 0;
   while (offset < bytes.size()) {
     const Step one = step(bytes.substr(offset));
-    if (one.kind == StepKind::complete)
-      out.append(bytes.substr(offset, one.length));
-    else
-      out.append(kReplacement);
+    if (one.kind == StepKind::complete) out.append(bytes.substr(offset, one.length));
+    else out.append(kReplacement);
     offset += one.length;
   }
 }

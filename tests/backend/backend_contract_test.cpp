@@ -22,7 +22,7 @@ struct Case {
   std::string backend;
   std::string model;
   KvFormat kv_cache = KvFormat::bf16;
-  std::string cpu_isa = {};    // cpu: a kernel set other than the detected one
+  std::string cpu_isa = {};     // cpu: a kernel set other than the detected one
   std::string scheme = "bf16";  // the artifact: bf16, q8_0 or affine4_gs32
 };
 
@@ -265,11 +265,11 @@ TEST_P(BackendContract, BlockTableErrorsChangeNothing) {
   ASSERT_TRUE(pooled.ok());
   std::vector<float> logits(vocab_);
   const std::vector<uint32_t> too_short = {0}, out_of_range = {0, 4}, repeated = {1, 1};
-  for (auto [table, needle] : std::vector<std::pair<std::span<const uint32_t>, std::string>>{
-           {{}, "needs a block table"},
-           {too_short, "entries"},
-           {out_of_range, "the store has 4"},
-           {repeated, "appears twice"}}) {
+  for (auto [table, needle] :
+       std::vector<std::pair<std::span<const uint32_t>, std::string>>{{{}, "needs a block table"},
+                                                                      {too_short, "entries"},
+                                                                      {out_of_range, "the store has 4"},
+                                                                      {repeated, "appears twice"}}) {
     EvalItem item{pooled.value().get(), ids, 0, 1, logits.data(), table};
     const Status status = backend_->eval(std::span(&item, 1));
     ASSERT_FALSE(status.ok()) << needle;
@@ -344,8 +344,12 @@ TEST_P(BackendContract, MultiItemEvalEqualsEachAlone) {
     together.emplace_back(size_t(plan.rows) * vocab_);
   }
   for (size_t i = 0; i < std::size(plans); ++i)
-    items.push_back({sessions[i].get(), std::span(plans[i].ids).subspan(plans[i].before), plans[i].before,
-                     plans[i].rows, together[i].data(), {}});
+    items.push_back({sessions[i].get(),
+                     std::span(plans[i].ids).subspan(plans[i].before),
+                     plans[i].before,
+                     plans[i].rows,
+                     together[i].data(),
+                     {}});
   ASSERT_TRUE(backend_->eval(items).ok());
   for (size_t i = 0; i < std::size(plans); ++i) expect_same_rows(together[i], alone[i], "item " + std::to_string(i));
 }

@@ -40,7 +40,7 @@
 namespace kipp {
 namespace {
 
-constexpr uint32_t kRows = 80;  // 5 groups of 16: full tiles of every set and a single-vector tail
+constexpr uint32_t kRows = 80;     // 5 groups of 16: full tiles of every set and a single-vector tail
 constexpr double kUnit = 0x1p-24;  // FP32's unit roundoff
 
 std::vector<cpu::Isa> runnable_sets() {
@@ -112,8 +112,8 @@ struct QuantizedToken {
 // kernel rounds float(sum) (when |sum| > 2^24), the scales' product (int8_blocks), and each fused
 // multiply-add: at most 3 roundings per block and one at the end, each within one unit of the
 // magnitude of what it adds, which the sum of the parts' magnitudes bounds.
-Twin twin(WeightFormat format, cpu::ActivationForm form, const std::vector<uint8_t>& weights, uint32_t cols,
-          uint32_t r, const QuantizedToken& x) {
+Twin twin(WeightFormat format, cpu::ActivationForm form, const std::vector<uint8_t>& weights, uint32_t cols, uint32_t r,
+          const QuantizedToken& x) {
   const uint32_t blocks = cols / kBlockSize;
   double total = 0, magnitude = 0;
   for (uint32_t b = 0; b < blocks; ++b) {
@@ -176,9 +176,21 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
     std::vector<float> out(size_t(tokens) * kRows, NAN);
     std::vector<float*> rows(tokens);
     for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
-    const cpu::MatmulArgs args{&view,         form,          x.data(),           x16.data(),       x_scale.data(),
-                               x16_block_sum.data(), x16_planes.data(), x8.data(), block_scale.data(), block_sum.data(),
-                               cols,          tokens,        rows.data(),        0,                kRows,
+    const cpu::MatmulArgs args{&view,
+                               form,
+                               x.data(),
+                               x16.data(),
+                               x_scale.data(),
+                               x16_block_sum.data(),
+                               x16_planes.data(),
+                               x8.data(),
+                               block_scale.data(),
+                               block_sum.data(),
+                               cols,
+                               tokens,
+                               rows.data(),
+                               0,
+                               kRows,
                                cpu::fp16_table()};
     kernels.matmul(args);
     double worst = -1;
@@ -187,9 +199,9 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
       for (uint32_t r = 0; r < kRows; ++r) {
         const size_t at = size_t(t) * cols;
         const size_t block = at / kBlockSize;
-        const Twin expected = twin(format, form, weights, cols, r,
-                                   {&x16[at], x_scale[t], &x16_block_sum[block], &x8[at], &block_scale[block],
-                                    &block_sum[block]});
+        const Twin expected =
+            twin(format, form, weights, cols, r,
+                 {&x16[at], x_scale[t], &x16_block_sum[block], &x8[at], &block_scale[block], &block_sum[block]});
         const double actual = out[size_t(t) * kRows + r];
         const double excess = std::isfinite(actual) ? std::fabs(actual - expected.value) / expected.bound : INFINITY;
         if (excess > worst) {
@@ -332,9 +344,14 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
     std::vector<float> out(size_t(tokens) * kRows, NAN);
     std::vector<float*> rows(tokens);
     for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
-    const cpu::MatmulArgs args{&view,   cpu::ActivationForm::f32, x.data(), nullptr, nullptr, nullptr, nullptr,
-                               nullptr, nullptr,  nullptr,  cols,    tokens,      rows.data(), 0,   kRows,
-                               cpu::fp16_table()};
+    const cpu::MatmulArgs args{&view,       cpu::ActivationForm::f32,
+                               x.data(),    nullptr,
+                               nullptr,     nullptr,
+                               nullptr,     nullptr,
+                               nullptr,     nullptr,
+                               cols,        tokens,
+                               rows.data(), 0,
+                               kRows,       cpu::fp16_table()};
     kernels.matmul(args);
     Worst worst;
     for (uint32_t t = 0; t < tokens; ++t)
@@ -446,8 +463,9 @@ void check_attention(cpu::Isa isa, KvFormat format) {
       }
       // The score error enters the weights through exp, in absolute units of the score.
       const double score_units = (dim + 2) * score_magnitude;
-      const double bound = (attention_error_units(score_units, n, chunks, 4) +
-                            attention_error_units(score_units, n, 1, 1)) * kUnit * v_max;
+      const double bound =
+          (attention_error_units(score_units, n, chunks, 4) + attention_error_units(score_units, n, 1, 1)) * kUnit *
+          v_max;
       for (uint32_t d = 0; d < dim; ++d) {
         char place[80];
         std::snprintf(place, sizeof place, "%u positions, head %u, element %u", n, h, d);
@@ -456,8 +474,8 @@ void check_attention(cpu::Isa isa, KvFormat format) {
       }
     }
   }
-  EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << " attention, " << kv_format_name(format)
-                               << " cache: worst at " << worst.where;
+  EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << " attention, " << kv_format_name(format) << " cache: worst at "
+                               << worst.where;
 }
 
 TEST(CpuKernels, AttentionEqualsCpuRefInEverySet) {
@@ -597,7 +615,7 @@ TEST(CpuKernels, QuantizeActivationRoundsToTheNearestStep) {
 TEST(CpuKernels, QuantizeActivationBlocksRoundPerBlock) {
   std::vector<float> x(64);
   for (int i = 0; i < 32; ++i) x[i] = float(i - 16) / 16.0f;  // block 0: -1 .. 0.9375
-  x[40] = std::nanf("");                                     // block 1 poisoned
+  x[40] = std::nanf("");                                      // block 1 poisoned
   std::vector<int8_t> q(64);
   float scale[2], sum[2];
   twin_quantize_int8_blocks(x.data(), 64, q.data(), scale, sum);

@@ -69,10 +69,10 @@ void expect_planes_read_back_as_decoded(WeightFormat format, uint32_t seed, Bloc
 }
 
 TEST(CudaWeightPlanes, Q8_0ValuesAndScalesReadBackAsTheBlockDecoderDecodes) {
-  expect_planes_read_back_as_decoded(
-      WeightFormat::q8_0, 1, quantize_q8_0, dequantize_q8_0, [](const Planes& p, uint64_t b, uint64_t j) {
-        return fp16_at(&p.scales[b * 2]) * float(int8_t(p.values[b * kBlockSize + j]));
-      });
+  expect_planes_read_back_as_decoded(WeightFormat::q8_0, 1, quantize_q8_0, dequantize_q8_0,
+                                     [](const Planes& p, uint64_t b, uint64_t j) {
+                                       return fp16_at(&p.scales[b * 2]) * float(int8_t(p.values[b * kBlockSize + j]));
+                                     });
 }
 
 TEST(CudaWeightPlanes, Affine4NibblesKeepTheirOrderAndScaleAndMinAreSideBySide) {

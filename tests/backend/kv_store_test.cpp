@@ -86,7 +86,8 @@ TEST(KvStore, RowsOfLayersBlocksAndSlotsDoNotOverlap) {
         for (uint32_t slot = 0; slot < 32; ++slot)
           for (std::byte* row : {store.k_row(layer, block, slot), store.v_row(layer, block, slot)}) {
             const uint8_t want = uint8_t(pattern++ % 251 + 1);
-            for (size_t i = 0; i < store.row_bytes(); ++i) ASSERT_EQ(uint8_t(row[i]), want) << layer << " " << block << " " << slot;
+            for (size_t i = 0; i < store.row_bytes(); ++i)
+              ASSERT_EQ(uint8_t(row[i]), want) << layer << " " << block << " " << slot;
           }
   }
 }

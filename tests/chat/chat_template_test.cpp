@@ -24,12 +24,14 @@ TEST(ChatTemplate, StripsOnlyNewlinesAsPythonDoes) {
   EXPECT_EQ(render(Variant::instruct, {user("Q"), bot(" ok\n\nthen")}, false),
             "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n ok\n\nthen<|im_end|>\n");
   // Spaces at the edges of the thinking and of the answer stay; only newlines go.
-  EXPECT_EQ(render(Variant::instruct, {user("Q"), bot("<think>\n spaced \n</think>\n  answer")}, false),
-            "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n spaced \n</think>\n\n  answer<|im_end|>\n");
+  EXPECT_EQ(
+      render(Variant::instruct, {user("Q"), bot("<think>\n spaced \n</think>\n  answer")}, false),
+      "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n spaced \n</think>\n\n  answer<|im_end|>\n");
   ChatMessage given = bot("\n \n");
   given.reasoning_content = "\xF0\x9F\x8E\x89\n  ";
-  EXPECT_EQ(render(Variant::instruct, {user("Q"), given}, false),
-            "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\xF0\x9F\x8E\x89\n  \n</think>\n\n \n<|im_end|>\n");
+  EXPECT_EQ(
+      render(Variant::instruct, {user("Q"), given}, false),
+      "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\xF0\x9F\x8E\x89\n  \n</think>\n\n \n<|im_end|>\n");
 }
 
 TEST(ChatTemplate, HybridThinkingSwitchOnlyChangesTheGenerationPrompt) {
@@ -64,7 +66,8 @@ TEST(ChatTemplate, RefusesWhatItCannotRender) {
   EXPECT_FALSE(render_chat(Variant::base, {user("Hi")}, {}));
   EXPECT_FALSE(render_chat(Variant::instruct, {}, {}));
   EXPECT_FALSE(render_chat(Variant::instruct, {{"function", "42", std::nullopt, {}}}, {}));
-  EXPECT_FALSE(render_chat(Variant::instruct, {{"developer", "x", std::nullopt, {}}}, {}));  // parse_chat_messages maps it
+  EXPECT_FALSE(
+      render_chat(Variant::instruct, {{"developer", "x", std::nullopt, {}}}, {}));  // parse_chat_messages maps it
   EXPECT_FALSE(render_chat(Variant::instruct, {{"user", "x", std::string("thought"), {}}}, {}));
   EXPECT_FALSE(render_chat(Variant::instruct, {{"user", "x", std::nullopt, {{"f", "{}"}}}}, {}));
 }

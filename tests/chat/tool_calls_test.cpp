@@ -42,7 +42,10 @@ ToolCallExtractor::Output extract(const Answer& answer, size_t piece = SIZE_MAX)
 
 TEST(ToolCalls, TakesCallsOutWithTheTemplatesNewlines) {
   Answer a;
-  a.plain("Let me check.\n\n").open().plain("\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Z\xC3\xBCrich\", \"n\": 1.0}}\n").close();
+  a.plain("Let me check.\n\n")
+      .open()
+      .plain("\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Z\xC3\xBCrich\", \"n\": 1.0}}\n")
+      .close();
   a.plain("\n").open().plain("\n{\"arguments\": {}, \"name\": \"now\"}\n").close();
   for (size_t piece : {SIZE_MAX, size_t(1), size_t(5)}) {
     const auto out = extract(a, piece);
@@ -65,8 +68,8 @@ TEST(ToolCalls, TheSameCharactersFromOrdinaryTokensStayText) {
 }
 
 TEST(ToolCalls, UnreadableAndCutCallsAreHandedOnAsTextByteForByte) {
-  for (const std::string body : {"\n{\"name\": \"f\", \"arguments\": {\"a\": }\n", "\n{\"name\": 3, \"arguments\": {}}\n",
-                                 "\n{\"name\": \"f\"}\n", "\n[1]\n"}) {
+  for (const std::string body : {"\n{\"name\": \"f\", \"arguments\": {\"a\": }\n",
+                                 "\n{\"name\": 3, \"arguments\": {}}\n", "\n{\"name\": \"f\"}\n", "\n[1]\n"}) {
     Answer a;
     a.plain("A\n").open().plain(body).close();
     const auto out = extract(a, 3);

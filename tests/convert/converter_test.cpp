@@ -37,10 +37,8 @@ std::string mutable_source(const std::string& name) {
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(tiny_source())) {
     const auto target = fs::path(dir) / entry.path().filename();
-    if (entry.path().extension() == ".safetensors")
-      fs::create_symlink(entry.path(), target);
-    else
-      fs::copy_file(entry.path(), target);
+    if (entry.path().extension() == ".safetensors") fs::create_symlink(entry.path(), target);
+    else fs::copy_file(entry.path(), target);
   }
   return dir;
 }
@@ -102,12 +100,22 @@ TEST(Convert, RejectsASourceOfAnotherShape) {
 }
 
 TEST(Convert, RejectsEachConfigFieldThatDiffers) {
-  const std::vector<std::pair<std::string, json>> cases = {
-      {"hidden_size", 512}, {"intermediate_size", 1}, {"num_attention_heads", 4}, {"num_key_value_heads", 4},
-      {"head_dim", 64}, {"vocab_size", 151643}, {"max_position_embeddings", 8192}, {"rope_theta", 10000.0},
-      {"rms_norm_eps", 1e-5}, {"tie_word_embeddings", false}, {"model_type", "qwen2"}, {"hidden_act", "gelu"},
-      {"attention_bias", true}, {"rope_scaling", json{{"type", "yarn"}}}, {"use_sliding_window", true},
-      {"torch_dtype", "float16"}};
+  const std::vector<std::pair<std::string, json>> cases = {{"hidden_size", 512},
+                                                           {"intermediate_size", 1},
+                                                           {"num_attention_heads", 4},
+                                                           {"num_key_value_heads", 4},
+                                                           {"head_dim", 64},
+                                                           {"vocab_size", 151643},
+                                                           {"max_position_embeddings", 8192},
+                                                           {"rope_theta", 10000.0},
+                                                           {"rms_norm_eps", 1e-5},
+                                                           {"tie_word_embeddings", false},
+                                                           {"model_type", "qwen2"},
+                                                           {"hidden_act", "gelu"},
+                                                           {"attention_bias", true},
+                                                           {"rope_scaling", json{{"type", "yarn"}}},
+                                                           {"use_sliding_window", true},
+                                                           {"torch_dtype", "float16"}};
   for (const auto& change : cases) {
     const std::string& field = change.first;
     const std::string dir = mutable_source("config_" + field);
@@ -166,7 +174,8 @@ TEST(Convert, RejectsAnEosThatDisagreesWithTheVariant) {
 
 TEST(Convert, RejectsATokenizerWithAnotherPreTokenizer) {
   const std::string dir = mutable_source("pretok");
-  edit_json(dir + "/tokenizer.json", [](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; });
+  edit_json(dir + "/tokenizer.json",
+            [](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\s+"; });
   expect_error(convert(dir, dir + "/../out.gguf"), "pre_tokenizer is not the Qwen2 split regex");
 }
 
@@ -175,11 +184,10 @@ TEST(Convert, RejectsMistypedTokenizerFieldsAsErrors) {
   // ending kipp convert and kipp pull (reproduced with kipp_fuzz_convert_readers).
   // The family's pipeline around a three-token vocabulary: every part the converter reads.
   const json family = json::parse(read_text_file(testing::tokenizer_dir() + "/tokenizer.json", 1ull << 30).value());
-  const json tokenizer = {
-      {"normalizer", family["normalizer"]},
-      {"pre_tokenizer", family["pre_tokenizer"]},
-      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}},
-      {"added_tokens", {{{"id", 151645}, {"content", "<|im_end|>"}, {"special", true}}}}};
+  const json tokenizer = {{"normalizer", family["normalizer"]},
+                          {"pre_tokenizer", family["pre_tokenizer"]},
+                          {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}},
+                          {"added_tokens", {{{"id", 151645}, {"content", "<|im_end|>"}, {"special", true}}}}};
   const json config = {{"eos_token", "<|im_end|>"},
                        {"added_tokens_decoder", {{"151643", {{"content", "<|endoftext|>"}, {"special", true}}}}}};
   const Checkpoint& tiny = *find_checkpoint("kipp-test/qwen3-tiny");
@@ -192,7 +200,8 @@ TEST(Convert, RejectsMistypedTokenizerFieldsAsErrors) {
   const std::vector<std::pair<std::function<void(json&)>, std::string>> tokenizer_edits = {
       {[](json& tok) { tok["normalizer"]["type"] = 7; }, "expected NFC"},
       {[](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["type"] = 1; }, "not the Qwen2 split regex"},
-      {[](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = 5; }, "not the Qwen2 split regex"},
+      {[](json& tok) { tok["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = 5; },
+       "not the Qwen2 split regex"},
       {[](json& tok) { tok["model"]["type"] = json::array(); }, "model.type must be BPE"},
       {[](json& tok) { tok["added_tokens"][0]["special"] = 1; }, "added_tokens: special must be true or false, not 1"},
   };

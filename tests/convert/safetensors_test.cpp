@@ -27,8 +27,8 @@ void expect_open_error(const std::string& dir, const std::string& fragment) {
 
 TEST(Safetensors, ReadsTensorsAtTheirOffsets) {
   const std::string dir = testing::scratch_dir("st_ok");
-  ASSERT_TRUE(testing::write_safetensors(dir + "/model.safetensors",
-                                         {{"a", "BF16", {2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}}, {"b", "F32", {1}, {9, 9, 9, 9}}})
+  ASSERT_TRUE(testing::write_safetensors(dir + "/model.safetensors", {{"a", "BF16", {2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}},
+                                                                      {"b", "F32", {1}, {9, 9, 9, 9}}})
                   .ok());
   auto st = SafetensorsCheckpoint::open(dir);
   ASSERT_TRUE(st.ok()) << st.error().message;
@@ -44,13 +44,17 @@ TEST(Safetensors, ReadsTensorsAtTheirOffsets) {
 
 TEST(Safetensors, RejectsMalformedHeaders) {
   const std::string dir = testing::scratch_dir("st_bad");
-  expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 4), "lie outside");
+  expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,8]}}", 4),
+                    "lie outside");
   expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[0,6]}}", 8),
                     "holds 6 bytes, its shape and dtype need 8");
-  expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
-                                   "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[2,6]}}", 8),
+  expect_open_error(write_raw(dir,
+                              "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+                              "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[2,6]}}",
+                              8),
                     "overlap");
-  expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"Q9\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4), "unknown dtype");
+  expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"Q9\",\"shape\":[2],\"data_offsets\":[0,4]}}", 4),
+                    "unknown dtype");
   expect_open_error(write_raw(dir, "{\"a\":{\"dtype\":\"BF16\",\"shape\":[-2],\"data_offsets\":[0,4]}}", 4),
                     "non-negative");
   expect_open_error(write_raw(dir, "{\"a\":", 4), "not valid JSON");

@@ -107,8 +107,12 @@ TEST(CudaEmulated, DecodeBatchesOfUnder32RowsAreBitwiseBatchInvariant) {
   for (uint32_t step = 0; step < 2; ++step) {
     std::vector<EvalItem> batch;
     for (uint32_t i = 0; i < lengths.size(); ++i)
-      batch.push_back({together[i].get(), std::span(prompts[i]).subspan(lengths[i] + step, 1), lengths[i] + step, 1,
-                       three.data() + i * vocab, {}});
+      batch.push_back({together[i].get(),
+                       std::span(prompts[i]).subspan(lengths[i] + step, 1),
+                       lengths[i] + step,
+                       1,
+                       three.data() + i * vocab,
+                       {}});
     ASSERT_TRUE((*cuda)->eval(batch).ok());
     for (uint32_t i = 0; i < lengths.size(); ++i) {
       EvalItem item{alone[i].get(), batch[i].tokens, batch[i].start_position, 1, one.data(), {}};

@@ -102,7 +102,7 @@ struct Lane {
   int lane_mask = 0;  // a shuffle's: the lane it reads is its own xor this
   uint64_t deposit = 0, result = 0;
   void (*combine)(void* const* lanes) = nullptr;  // set for a warp_collective
-  void* sp = nullptr;                              // where its stack stopped
+  void* sp = nullptr;                             // where its stack stopped
 };
 
 class Worker;
@@ -252,8 +252,7 @@ class Worker {
     const Lane& lead = lanes_[first];
     for (unsigned t = first; t < end; ++t) {
       const Lane& lane = lanes_[t];
-      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling ||
-          lane.combine != lead.combine) {
+      if (lane.mask != 0xffffffffu || lane.shuffling != lead.shuffling || lane.combine != lead.combine) {
         report_fault("lanes of " + where() + " meet at different warp-level operations or with a partial mask");
         return false;
       }
@@ -302,8 +301,9 @@ void work_on(Job& job) {
   Worker& w = worker();
   for (uint64_t i = job.next++; i < job.blocks && !faulted; i = job.next++) {
     const dim3& g = job.grid;
-    const BlockIndex index{
-        {unsigned(i % g.x), unsigned(i / g.x % g.y), unsigned(i / (uint64_t(g.x) * g.y))}, job.block, g};
+    const BlockIndex index{{unsigned(i % g.x), unsigned(i / g.x % g.y), unsigned(i / (uint64_t(g.x) * g.y))},
+                           job.block,
+                           g};
     if (!w.run_block(index, *job.body)) return;
   }
 }

@@ -265,8 +265,8 @@ TEST_F(Generate, EndsAtTheSessionCapacityAndRefusesBadPrompts) {
 
   auto session = backend_->create_session(4);
   GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
-  EXPECT_FALSE(generate(context, p, options));                          // longer than the session
-  EXPECT_FALSE(generate(context, std::vector<uint32_t>{}, options));    // empty
+  EXPECT_FALSE(generate(context, p, options));                              // longer than the session
+  EXPECT_FALSE(generate(context, std::vector<uint32_t>{}, options));        // empty
   EXPECT_FALSE(generate(context, std::vector<uint32_t>{200000}, options));  // not a token
   options.sampling.top_p = 0.0f;
   EXPECT_FALSE(generate(context, std::vector<uint32_t>{1, 2}, options));  // bad settings
@@ -354,7 +354,8 @@ TEST_F(Generate, AThinkingBudgetClosesTheThoughtAndTheAnswerFollows) {
   GenerateOptions options;
   options.max_tokens = 16;
   options.sampling.temperature = 0.0f;
-  options.sampling.logit_bias = {{close->front(), -100.0f}, {family::token_im_end, -100.0f},
+  options.sampling.logit_bias = {{close->front(), -100.0f},
+                                 {family::token_im_end, -100.0f},
                                  {family::token_endoftext, -100.0f}};
   options.answer_start = AnswerStart::after_think;
   const std::vector<uint32_t> free = argmax_loop(*ids, 16, options.sampling.logit_bias);

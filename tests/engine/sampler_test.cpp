@@ -19,17 +19,50 @@ const std::vector<float> kLogits = {1.5f, -0.3f, 2.2f, 0.0f, 0.7f, -1.1f, 2.0f, 
 // Settings built field by field: the defaults of SamplingParams, then the named changes.
 struct Settings {
   SamplingParams p;
-  Settings& temperature(float v) { p.temperature = v; return *this; }
-  Settings& top_k(uint32_t v) { p.top_k = v; return *this; }
-  Settings& top_p(float v) { p.top_p = v; return *this; }
-  Settings& min_p(float v) { p.min_p = v; return *this; }
-  Settings& repetition(float v) { p.repetition_penalty = v; return *this; }
-  Settings& frequency(float v) { p.frequency_penalty = v; return *this; }
-  Settings& presence(float v) { p.presence_penalty = v; return *this; }
-  Settings& bias(uint32_t token, float v) { p.logit_bias.push_back({token, v}); return *this; }
-  Settings& ban(uint32_t token) { p.banned.push_back(token); return *this; }
-  Settings& seed(uint64_t v) { p.seed = v; return *this; }
-  Settings& window(uint32_t v) { p.penalty_window = v; return *this; }
+  Settings& temperature(float v) {
+    p.temperature = v;
+    return *this;
+  }
+  Settings& top_k(uint32_t v) {
+    p.top_k = v;
+    return *this;
+  }
+  Settings& top_p(float v) {
+    p.top_p = v;
+    return *this;
+  }
+  Settings& min_p(float v) {
+    p.min_p = v;
+    return *this;
+  }
+  Settings& repetition(float v) {
+    p.repetition_penalty = v;
+    return *this;
+  }
+  Settings& frequency(float v) {
+    p.frequency_penalty = v;
+    return *this;
+  }
+  Settings& presence(float v) {
+    p.presence_penalty = v;
+    return *this;
+  }
+  Settings& bias(uint32_t token, float v) {
+    p.logit_bias.push_back({token, v});
+    return *this;
+  }
+  Settings& ban(uint32_t token) {
+    p.banned.push_back(token);
+    return *this;
+  }
+  Settings& seed(uint64_t v) {
+    p.seed = v;
+    return *this;
+  }
+  Settings& window(uint32_t v) {
+    p.penalty_window = v;
+    return *this;
+  }
   operator SamplingParams() const { return p; }
 };
 
@@ -92,8 +125,8 @@ void expect_distribution(Sampler& sampler, const std::vector<float>& logits, con
     ++categories;
   }
   // Upper 0.1% points of chi-square for 1..15 degrees of freedom.
-  const double critical[] = {0, 10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32, 26.12, 27.88,
-                             29.59, 31.26, 32.91, 34.53, 36.12, 37.70};
+  const double critical[] = {0,     10.83, 13.82, 16.27, 18.47, 20.52, 22.46, 24.32,
+                             26.12, 27.88, 29.59, 31.26, 32.91, 34.53, 36.12, 37.70};
   ASSERT_GE(categories, 2);
   EXPECT_LT(chi2, critical[categories - 1]) << "chi-square " << chi2 << " over " << categories << " tokens";
 }

@@ -58,7 +58,7 @@ TEST(Affine4, LayoutPutsElementJLowAndJPlus16High) {
   EXPECT_EQ(fp16_to_f32(block.scale_fp16), 1.0f);
   EXPECT_EQ(fp16_to_f32(block.min_fp16), 0.0f);
   for (size_t j = 0; j < 16; ++j) {
-    EXPECT_EQ(block.nibbles[j] & 15, j);         // element j
+    EXPECT_EQ(block.nibbles[j] & 15, j);              // element j
     EXPECT_EQ(block.nibbles[j] >> 4, (j + 16) % 16);  // element j + 16
   }
   float decoded[kBlockSize];
@@ -78,7 +78,8 @@ TEST(Affine4, ErrorIsBoundedByHalfAStepPlusScaleRounding) {
     const float step = fp16_to_f32(block.scale_fp16);
     const float exact_step = (hi - lo) / 15.0f;
     // Half a step, plus what fp16 rounding of the min and of the step can shift at level 15.
-    const float bound = 0.5f * step + std::fabs(fp16_to_f32(block.min_fp16) - lo) + 15.0f * std::fabs(step - exact_step) + 1e-6f;
+    const float bound =
+        0.5f * step + std::fabs(fp16_to_f32(block.min_fp16) - lo) + 15.0f * std::fabs(step - exact_step) + 1e-6f;
     for (size_t i = 0; i < kBlockSize; ++i) ASSERT_LE(std::fabs(decoded[i] - values[i]), bound) << trial << " " << i;
   }
 }

@@ -1136,9 +1136,9 @@ TEST(MalformedArtifact, TokenizerModelAndTemplateTypes) {
 }
 
 TEST(MalformedArtifact, ProvenanceMalformed) {
-  EXPECT_TRUE(Rejected(
-      verdict(base().set(keys::kipp_source_sha256, ValueType::array, enc_string_array(std::vector<std::string>{}))),
-      {"kipp.source.sha256 has 0 entries"}));
+  EXPECT_TRUE(Rejected(verdict(base().set(keys::kipp_source_sha256, ValueType::array,
+                                          enc_string_array(std::vector<std::string>{}))),
+                       {"kipp.source.sha256 has 0 entries"}));
   const std::vector<std::string_view> hashes = fixture_strings(keys::kipp_source_sha256);
   ASSERT_FALSE(hashes.empty());
   std::vector<std::string_view> short_hash = hashes;

@@ -68,12 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!input) return 0;
   const std::string_view body = input->body;
   switch (input->route) {
-    case 0:
-      read_safetensors(body);
-      break;
-    case 1:
-      (void)kipp::check_hf_config(std::string(body), checkpoint);
-      break;
+    case 0: read_safetensors(body); break;
+    case 1: (void)kipp::check_hf_config(std::string(body), checkpoint); break;
     default: {
       const size_t split = body.find('\0');
       const std::string tokenizer(body.substr(0, split));

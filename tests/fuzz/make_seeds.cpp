@@ -152,10 +152,8 @@ std::string kipp_shaped(const kipp::Checkpoint& c, kipp::QuantScheme scheme, boo
   image.kv_strings(keys::kipp_source_sha256, {std::string(64, 'a')});
   for (const kipp::ExpectedTensor& t : kipp::expected_tensors(c)) {
     const TensorType type = kipp::expected_tensor_type(t, scheme);
-    if (t.is_vector() && full_shapes_for_norms)
-      image.tensor(t.gguf_name, t.gguf_dims(), type);
-    else
-      image.tensor(t.gguf_name, t.is_vector() ? std::vector<uint64_t>{32} : std::vector<uint64_t>{32, 1}, type);
+    if (t.is_vector() && full_shapes_for_norms) image.tensor(t.gguf_name, t.gguf_dims(), type);
+    else image.tensor(t.gguf_name, t.is_vector() ? std::vector<uint64_t>{32} : std::vector<uint64_t>{32, 1}, type);
   }
   return image.bytes();
 }

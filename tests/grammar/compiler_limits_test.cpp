@@ -117,7 +117,8 @@ TEST(CompilerLimits, PatternLengthIsBounded) {
   auto refused = pattern_grammar(repeated("a", kMaxPatternCodePoints + 1));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message, "pattern: " + std::to_string(kMaxPatternCodePoints + 1) +
-                                         " code points, more than the limit of " + std::to_string(kMaxPatternCodePoints));
+                                         " code points, more than the limit of " +
+                                         std::to_string(kMaxPatternCodePoints));
   EXPECT_TRUE(pattern_grammar(repeated("a", kMaxPatternCodePoints)).ok());
 }
 

@@ -112,14 +112,14 @@ TEST(GbnfLlamaCppGrammars, Json) {
   EXPECT_TRUE(accepts(*json, "{\"\xC3\xA9\": \"\xE6\x97\xA5\xE6\x9C\xAC\"}"));
   EXPECT_TRUE(accepts(*json, "{\n  \"a\": 1e0}"));
   EXPECT_TRUE(unfinished(*json, R"({"a": [1, 2)"));
-  EXPECT_TRUE(rejected_at(*json, R"({"a" 1})", 5));       // ':' expected after the key
-  EXPECT_TRUE(rejected_at(*json, R"({"a":  1})", 6));      // ws is at most one space here
-  EXPECT_TRUE(rejected_at(*json, R"({"a": 01})", 7));      // no leading zeros
+  EXPECT_TRUE(rejected_at(*json, R"({"a" 1})", 5));    // ':' expected after the key
+  EXPECT_TRUE(rejected_at(*json, R"({"a":  1})", 6));  // ws is at most one space here
+  EXPECT_TRUE(rejected_at(*json, R"({"a": 01})", 7));  // no leading zeros
   EXPECT_TRUE(rejected_at(*json, R"({"a": tru})", 9));
-  EXPECT_TRUE(rejected_at(*json, R"({"a": 1e10})", 9));    // this grammar's exponent digits after the first are [1-9]
+  EXPECT_TRUE(rejected_at(*json, R"({"a": 1e10})", 9));     // this grammar's exponent digits after the first are [1-9]
   EXPECT_TRUE(rejected_at(*json, "{\"a\": \"\x01\"}", 7));  // raw control characters are not string characters
-  EXPECT_TRUE(rejected_at(*json, R"({"a": "\q"})", 8));    // not a JSON escape
-  EXPECT_TRUE(rejected_at(*json, "[1]", 0));               // the root is an object
+  EXPECT_TRUE(rejected_at(*json, R"({"a": "\q"})", 8));     // not a JSON escape
+  EXPECT_TRUE(rejected_at(*json, "[1]", 0));                // the root is an object
 }
 
 TEST(GbnfLlamaCppGrammars, JsonArr) {
@@ -127,11 +127,11 @@ TEST(GbnfLlamaCppGrammars, JsonArr) {
   ASSERT_NE(json_arr, nullptr);
   EXPECT_TRUE(accepts(*json_arr, "[\n1,\n\"a\",\n{\"b\": null}]"));
   EXPECT_TRUE(accepts(*json_arr, "[\n]"));
-  EXPECT_TRUE(accepts(*json_arr, "[\n1e10]"));          // unlike json.gbnf: [1-9] [0-9]{0,15}
+  EXPECT_TRUE(accepts(*json_arr, "[\n1e10]"));  // unlike json.gbnf: [1-9] [0-9]{0,15}
   EXPECT_TRUE(rejected_at(*json_arr, "[\n1e0]", 4));
-  EXPECT_TRUE(rejected_at(*json_arr, "[\n1]\n", 4));    // nothing after the root array
-  EXPECT_TRUE(rejected_at(*json_arr, "[1]", 1));        // "[\n" opens it
-  EXPECT_TRUE(rejected_at(*json_arr, "[\n1, 2]", 4));   // elements are separated by ",\n"
+  EXPECT_TRUE(rejected_at(*json_arr, "[\n1]\n", 4));   // nothing after the root array
+  EXPECT_TRUE(rejected_at(*json_arr, "[1]", 1));       // "[\n" opens it
+  EXPECT_TRUE(rejected_at(*json_arr, "[\n1, 2]", 4));  // elements are separated by ",\n"
 }
 
 TEST(GbnfLlamaCppGrammars, Arithmetic) {
@@ -156,7 +156,7 @@ TEST(GbnfLlamaCppGrammars, List) {
   EXPECT_TRUE(accepts(*list, "- a\xE2\x80\xA7z\n"));         // U+2027 is not
   EXPECT_TRUE(rejected_at(*list, "- \xC2\x85\n", 3));        // nor is U+0085
   EXPECT_TRUE(rejected_at(*list, "- \x0b\n", 2));
-  EXPECT_TRUE(rejected_at(*list, "- \n", 2));                // an item has at least one character
+  EXPECT_TRUE(rejected_at(*list, "- \n", 2));  // an item has at least one character
   EXPECT_TRUE(rejected_at(*list, "-a\n", 1));
 }
 
@@ -198,17 +198,22 @@ TEST(GbnfLlamaCppGrammars, Japanese) {
   auto japanese = published("japanese.gbnf");
   ASSERT_NE(japanese, nullptr);
   // こんにちは、世界。 (hiragana U+3053..., U+3001, CJK U+4E16 U+754C, U+3002)
-  EXPECT_TRUE(accepts(*japanese, "\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB\xE3\x81\xA1\xE3\x81\xAF\xE3\x80\x81"
-                                 "\xE4\xB8\x96\xE7\x95\x8C\xE3\x80\x82"));
+  EXPECT_TRUE(accepts(*japanese,
+                      "\xE3\x81\x93\xE3\x82\x93\xE3\x81\xAB\xE3\x81\xA1\xE3\x81\xAF\xE3\x80\x81"
+                      "\xE4\xB8\x96\xE7\x95\x8C\xE3\x80\x82"));
   // カタカナ 日本語\nです
-  EXPECT_TRUE(accepts(*japanese, "\xE3\x82\xAB\xE3\x82\xBF\xE3\x82\xAB\xE3\x83\x8A \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"
-                                 "\n\xE3\x81\xA7\xE3\x81\x99"));
-  EXPECT_TRUE(unfinished(*japanese, "\xE6\x97\xA5\xE6"));               // 日 and the first byte of 本
+  EXPECT_TRUE(accepts(*japanese,
+                      "\xE3\x82\xAB\xE3\x82\xBF\xE3\x82\xAB\xE3\x83\x8A \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E"
+                      "\n\xE3\x81\xA7\xE3\x81\x99"));
+  EXPECT_TRUE(unfinished(*japanese, "\xE6\x97\xA5\xE6"));  // 日 and the first byte of 本
   EXPECT_TRUE(unfinished(*japanese, "\xE6\x97\xA5 "));
-  EXPECT_TRUE(rejected_at(*japanese, "\xE6\x97\xA5\xE6\x9C\xAC" "a", 6));  // 日本a
-  EXPECT_TRUE(rejected_at(*japanese, "\xEF\xBD\xB1", 0));              // halfwidth ｱ U+FF71
-  EXPECT_TRUE(rejected_at(*japanese, "\xE3\x80\x80", 2));              // U+3000 is just below the punctuation range
-  EXPECT_TRUE(rejected_at(*japanese, "\xE3\x82\xA0", 2));              // U+30A0 lies between hiragana and katakana
+  EXPECT_TRUE(rejected_at(*japanese,
+                          "\xE6\x97\xA5\xE6\x9C\xAC"
+                          "a",
+                          6));                             // 日本a
+  EXPECT_TRUE(rejected_at(*japanese, "\xEF\xBD\xB1", 0));  // halfwidth ｱ U+FF71
+  EXPECT_TRUE(rejected_at(*japanese, "\xE3\x80\x80", 2));  // U+3000 is just below the punctuation range
+  EXPECT_TRUE(rejected_at(*japanese, "\xE3\x82\xA0", 2));  // U+30A0 lies between hiragana and katakana
 }
 
 // --- the syntax, piece by piece ---------------------------------------------------------------
@@ -282,8 +287,8 @@ TEST(GbnfSyntax, DotIsOneCodePointOfOneToFourBytes) {
   EXPECT_TRUE(accepts(*a, std::string_view("\0", 1)));
   EXPECT_TRUE(unfinished(*a, "\xE2\x82"));
   EXPECT_TRUE(rejected_at(*a, "ab", 1));
-  EXPECT_TRUE(rejected_at(*a, "\x80", 0));              // a lone continuation byte
-  EXPECT_TRUE(rejected_at(*a, "\xC0\x80", 0));          // overlong
+  EXPECT_TRUE(rejected_at(*a, "\x80", 0));      // a lone continuation byte
+  EXPECT_TRUE(rejected_at(*a, "\xC0\x80", 0));  // overlong
   EXPECT_TRUE(rejected_at(*a, "\xC1\xBF", 0));
   EXPECT_TRUE(rejected_at(*a, "\xE0\x80\x80", 1));      // overlong three-byte form
   EXPECT_TRUE(rejected_at(*a, "\xED\xA0\x80", 1));      // U+D800
@@ -307,14 +312,14 @@ TEST(GbnfSyntax, RepetitionFormsAtTheirBounds) {
     const char* postfix;
     uint32_t min, max;
   };
-  const Form forms[] = {{"*", 0, kNone},     {"+", 1, kNone},     {"?", 0, 1},          {"{3}", 3, 3},
-                        {"{2,}", 2, kNone},  {"{2,4}", 2, 4},     {"{,2}", 0, 2},       {"{0}", 0, 0},
-                        {"{ 1 , 3 }", 1, 3}, {"{0,}", 0, kNone},  {"{,}", 0, kNone},    {"{1,1}", 1, 1}};
+  const Form forms[] = {{"*", 0, kNone},     {"+", 1, kNone},    {"?", 0, 1},       {"{3}", 3, 3},
+                        {"{2,}", 2, kNone},  {"{2,4}", 2, 4},    {"{,2}", 0, 2},    {"{0}", 0, 0},
+                        {"{ 1 , 3 }", 1, 3}, {"{0,}", 0, kNone}, {"{,}", 0, kNone}, {"{1,1}", 1, 1}};
   struct Element {
     const char* gbnf;
     const char* unit;
   };
-  const Element elements[] = {{"\"a\"", "a"},         {"\"ab\"", "ab"},  {"[x-z]", "y"},
+  const Element elements[] = {{"\"a\"", "a"},           {"\"ab\"", "ab"},  {"[x-z]", "y"},
                               {"(\"p\" | \"q\")", "q"}, {"x", "\xC3\xA9"}, {"(\"a\" \"b\")", "ab"},
                               {"[^a!]", "\xE2\x82\xAC"}};
   for (const Element& element : elements)
@@ -332,10 +337,8 @@ TEST(GbnfSyntax, RepetitionFormsAtTheirBounds) {
           continue;
         }
         EXPECT_TRUE(unfinished(*a, text)) << n;
-        if (n >= form.min)
-          EXPECT_TRUE(accepts(*a, text + "!")) << n;
-        else
-          EXPECT_TRUE(rejected_at(*a, text + "!", text.size())) << n;
+        if (n >= form.min) EXPECT_TRUE(accepts(*a, text + "!")) << n;
+        else EXPECT_TRUE(rejected_at(*a, text + "!", text.size())) << n;
       }
     }
 }

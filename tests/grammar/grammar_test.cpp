@@ -44,7 +44,8 @@ TEST(GrammarMatcher, RepetitionBounds) {
   const Item x = b.bytes(ByteSet::of('x'));
   const RuleId two_to_four = b.repeat("x24", x, 2, 4);
   const RuleId star = b.repeat("xs", x, 0, GrammarBuilder::kUnbounded);
-  const RuleId root = b.add("root", {{GrammarBuilder::call(two_to_four), b.bytes(ByteSet::of('-')), GrammarBuilder::call(star)}});
+  const RuleId root =
+      b.add("root", {{GrammarBuilder::call(two_to_four), b.bytes(ByteSet::of('-')), GrammarBuilder::call(star)}});
   auto a = automaton_of(std::move(b).finish(root));
   EXPECT_FALSE(complete(*a, "x-"));
   EXPECT_TRUE(complete(*a, "xx-"));
@@ -81,13 +82,14 @@ TEST(GrammarMatcher, Utf8ClassesCoverEveryLengthAndNoSurrogate) {
   const RuleId not_a = b.utf8_class("not-a", {{'a', 'a'}}, true);
   const RuleId root = b.repeat("root", GrammarBuilder::call(not_a), 0, GrammarBuilder::kUnbounded);
   auto a = automaton_of(std::move(b).finish(root));
-  EXPECT_TRUE(complete(*a, "b\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"));
+  EXPECT_TRUE(complete(
+      *a, "b\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xed\x9f\xbf\xee\x80\x80\xef\xbf\xbf\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"));
   EXPECT_FALSE(checked(*a, "xa").prefix);
   EXPECT_FALSE(checked(*a, "\xed\xa0\x80").prefix);  // U+D800, a surrogate
   EXPECT_EQ(checked(*a, "\xed\xa0\x80").valid_bytes, 1u);
-  EXPECT_FALSE(checked(*a, "\xc0\x80").prefix);      // an overlong form
+  EXPECT_FALSE(checked(*a, "\xc0\x80").prefix);          // an overlong form
   EXPECT_FALSE(checked(*a, "\xf4\x90\x80\x80").prefix);  // past U+10FFFF
-  EXPECT_FALSE(complete(*a, "\xe0\xa0"));            // a character cut short
+  EXPECT_FALSE(complete(*a, "\xe0\xa0"));                // a character cut short
   EXPECT_TRUE(checked(*a, "\xe0\xa0").prefix);
 
   GrammarBuilder greek;
@@ -104,7 +106,8 @@ TEST(GrammarMatcher, Utf8ClassesCoverEveryLengthAndNoSurrogate) {
 std::shared_ptr<Automaton> members_automaton(uint32_t min, uint32_t max, bool additional) {
   GrammarBuilder b;
   Permutation p;
-  p.members = {{b.add("a", {b.literal("a")}), false}, {b.add("b", {b.literal("b")}), true},
+  p.members = {{b.add("a", {b.literal("a")}), false},
+               {b.add("b", {b.literal("b")}), true},
                {b.add("c", {b.literal("c")}), false}};
   if (additional) p.additional = b.add("x", {b.literal("x")});
   p.separator = b.add("comma", {b.literal(",")});

@@ -93,9 +93,13 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
       count_steps(steps_before);
       out += tokenizer.token_bytes(token);
     }
-    std::printf("%s\n", nlohmann::json{{"schema", path}, {"finished", finished}, {"text", out},
-                                           {"most_steps_per_token", most_steps}, {"steps", steps}}
-                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", nlohmann::json{{"schema", path},
+                                       {"finished", finished},
+                                       {"text", out},
+                                       {"most_steps_per_token", most_steps},
+                                       {"steps", steps}}
+                            .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   }
   return {};
 }
@@ -108,7 +112,8 @@ Status run(const WalkArgs& args) {
   if (stop.empty()) return fail(args.model, ": the checkpoint has no stop token");
   ConstraintCache cache(tokenizer);
   std::vector<bool> closing_tokens(tokenizer.vocab_size());
-  for (uint32_t id = 0; id < tokenizer.vocab_size(); ++id) closing_tokens[id] = closes_something(tokenizer.token_bytes(id));
+  for (uint32_t id = 0; id < tokenizer.vocab_size(); ++id)
+    closing_tokens[id] = closes_something(tokenizer.token_bytes(id));
   std::mt19937_64 random(args.seed);
   for (const std::string& path : args.schemas)
     KIPP_TRY(walk_schema(args, path, tokenizer, closing_tokens, cache, stop, think, random));

@@ -40,13 +40,15 @@ struct SuiteFile {
 
 std::vector<SuiteFile> suite_files() {
   std::vector<SuiteFile> files;
-  for (auto [folder, draft] : {std::pair{"draft2020-12", SchemaDraft::draft2020_12}, std::pair{"draft7", SchemaDraft::draft7}})
+  for (auto [folder, draft] :
+       {std::pair{"draft2020-12", SchemaDraft::draft2020_12}, std::pair{"draft7", SchemaDraft::draft7}})
     for (const char* sub : {"", "/optional", "/optional/format"}) {
       const fs::path dir = kSuite / "tests" / (std::string(folder) + sub);
       if (!fs::is_directory(dir)) continue;
       std::vector<std::string> names;
       for (const auto& entry : fs::directory_iterator(dir))
-        if (entry.is_regular_file() && entry.path().extension() == ".json") names.push_back(entry.path().filename().string());
+        if (entry.is_regular_file() && entry.path().extension() == ".json")
+          names.push_back(entry.path().filename().string());
       std::sort(names.begin(), names.end());
       // Formats are annotations in the main folders (the suite's format.json checks only that
       // non-strings pass); optional/format/ asks for them to be asserted.
@@ -89,8 +91,8 @@ std::string report(const Summary& s) {
   out << "JSON-Schema-Test-Suite (commit 44401e0c), compiled by kipp's JSON Schema compiler\n";
   out << "folder | files | schemas | compiled | refused | cases run | agreeing\n";
   for (const auto& [folder, t] : s.by_folder) {
-    out << folder << " | " << t.files << " | " << t.groups << " | " << t.compiled << " | " << t.groups - t.compiled << " | "
-        << t.cases << " | " << t.agreeing << "\n";
+    out << folder << " | " << t.files << " | " << t.groups << " | " << t.compiled << " | " << t.groups - t.compiled
+        << " | " << t.cases << " | " << t.agreeing << "\n";
     total.files += t.files;
     total.groups += t.groups;
     total.compiled += t.compiled;
@@ -98,8 +100,8 @@ std::string report(const Summary& s) {
     total.agreeing += t.agreeing;
     for (const auto& [keyword, n] : t.refusals) total.refusals[keyword] += n;
   }
-  out << "total | " << total.files << " | " << total.groups << " | " << total.compiled << " | " << total.groups - total.compiled
-      << " | " << total.cases << " | " << total.agreeing << "\n";
+  out << "total | " << total.files << " | " << total.groups << " | " << total.compiled << " | "
+      << total.groups - total.compiled << " | " << total.cases << " | " << total.agreeing << "\n";
   std::vector<std::pair<size_t, std::string>> ranked;
   for (const auto& [keyword, n] : total.refusals) ranked.push_back({n, keyword});
   std::sort(ranked.rbegin(), ranked.rend());

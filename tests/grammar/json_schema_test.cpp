@@ -82,7 +82,8 @@ TEST(JsonSchemaIntegers, BoundsAcrossDigitCountsAndBeyondSixtyFourBits) {
 TEST(JsonSchemaIntegers, UnboundedIntegerTakesFloatsWithZeroFractionAndPlainExponents) {
   const Compiled schema(R"({"type": "integer"})");
   ASSERT_TRUE(schema.ok()) << schema.error();
-  for (const char* text : {"0", "-0", "12345678910111213141516171819202122232425262728293031", "1.0", "-7.000", "1e308", "2E+3"})
+  for (const char* text :
+       {"0", "-0", "12345678910111213141516171819202122232425262728293031", "1.0", "-7.000", "1e308", "2E+3"})
     EXPECT_TRUE(schema.accepts(text)) << text;
   for (const char* text : {"1.5", "0.1", "-", "1.", ".5", "1e-3", "true"}) EXPECT_FALSE(schema.accepts(text)) << text;
 }
@@ -92,7 +93,8 @@ TEST(JsonSchemaNumbers, DecimalBoundsOnAGridOfHundredths) {
   ASSERT_TRUE(schema.ok()) << schema.error();
   for (int hundredths = -400; hundredths <= 400; ++hundredths) {
     char text[32];
-    std::snprintf(text, sizeof text, "%s%d.%02d", hundredths < 0 ? "-" : "", std::abs(hundredths) / 100, std::abs(hundredths) % 100);
+    std::snprintf(text, sizeof text, "%s%d.%02d", hundredths < 0 ? "-" : "", std::abs(hundredths) / 100,
+                  std::abs(hundredths) % 100);
     const bool inside = hundredths >= -50 && hundredths < 225;
     EXPECT_EQ(schema.accepts(text), inside) << text;
   }
@@ -114,7 +116,8 @@ TEST(JsonSchemaNumbers, MultipleOfADecimalStep) {
   ASSERT_TRUE(schema.ok()) << schema.error();
   for (int hundredths = -300; hundredths <= 400; ++hundredths) {
     char text[32];
-    std::snprintf(text, sizeof text, "%s%d.%02d", hundredths < 0 ? "-" : "", std::abs(hundredths) / 100, std::abs(hundredths) % 100);
+    std::snprintf(text, sizeof text, "%s%d.%02d", hundredths < 0 ? "-" : "", std::abs(hundredths) / 100,
+                  std::abs(hundredths) % 100);
     const bool valid = hundredths % 25 == 0 && hundredths <= 300;
     EXPECT_EQ(schema.accepts(text), valid) << text;
   }
@@ -123,7 +126,8 @@ TEST(JsonSchemaNumbers, MultipleOfADecimalStep) {
 TEST(JsonSchemaNumbers, IntegerMultipleOf) {
   const Compiled schema(R"({"type": "integer", "multipleOf": 7})");
   ASSERT_TRUE(schema.ok()) << schema.error();
-  for (int value = -100; value <= 100; ++value) EXPECT_EQ(schema.accepts(std::to_string(value)), value % 7 == 0) << value;
+  for (int value = -100; value <= 100; ++value)
+    EXPECT_EQ(schema.accepts(std::to_string(value)), value % 7 == 0) << value;
 }
 
 TEST(JsonSchemaStrings, LengthsCountCodePointsAndEscapesAsOneCharacter) {
@@ -137,8 +141,8 @@ TEST(JsonSchemaStrings, LengthsCountCodePointsAndEscapesAsOneCharacter) {
   EXPECT_TRUE(schema.accepts(R"("\"\\")"));      // quote, backslash
   EXPECT_TRUE(schema.accepts(R"("\u001F\/")"));  // a control character, a slash
   EXPECT_FALSE(schema.accepts(R"("\n\n\n\n")"));
-  EXPECT_FALSE(schema.accepts("\"\xC3\xA9\""));                   // é: two bytes, one character
-  EXPECT_TRUE(schema.accepts("\"\xC3\xA9\xC3\xA9\""));            // éé
+  EXPECT_FALSE(schema.accepts("\"\xC3\xA9\""));                                         // é: two bytes, one character
+  EXPECT_TRUE(schema.accepts("\"\xC3\xA9\xC3\xA9\""));                                  // éé
   EXPECT_TRUE(schema.accepts("\"\xF0\x9F\x98\x80\xF0\x9F\x98\x80\xF0\x9F\x98\x80\""));  // three emoji
   EXPECT_FALSE(schema.accepts("\"\xF0\x9F\x98\x80\xF0\x9F\x98\x80\xF0\x9F\x98\x80\xF0\x9F\x98\x80\""));
   EXPECT_FALSE(schema.accepts("\"a\nb\""));  // a raw control character is not JSON
@@ -146,7 +150,8 @@ TEST(JsonSchemaStrings, LengthsCountCodePointsAndEscapesAsOneCharacter) {
 }
 
 TEST(JsonSchemaObjects, AdditionalPropertiesCoverExactlyTheUnnamedKeys) {
-  const Compiled schema(R"({"properties": {"a": {"type": "integer"}, "a\"b": {"type": "string"}, "ab/": {"type": "null"}},
+  const Compiled schema(
+      R"({"properties": {"a": {"type": "integer"}, "a\"b": {"type": "string"}, "ab/": {"type": "null"}},
                             "additionalProperties": {"type": "boolean"}})");
   ASSERT_TRUE(schema.ok()) << schema.error();
   EXPECT_TRUE(schema.accepts(R"({"a":1})"));
@@ -163,7 +168,8 @@ TEST(JsonSchemaObjects, AdditionalPropertiesCoverExactlyTheUnnamedKeys) {
 }
 
 TEST(JsonSchemaObjects, MembersInAnyOrderEachAtMostOnce) {
-  const Compiled schema(R"({"properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "c"], "additionalProperties": false})");
+  const Compiled schema(
+      R"({"properties": {"a": {}, "b": {}, "c": {}}, "required": ["a", "c"], "additionalProperties": false})");
   ASSERT_TRUE(schema.ok()) << schema.error();
   std::vector<std::string> keys{"a", "b", "c"};
   std::sort(keys.begin(), keys.end());
@@ -247,7 +253,8 @@ TEST(JsonSchemaValues, EnumValuesMustMeetTheSiblingKeywords) {
 }
 
 TEST(JsonSchemaValues, EnumInsideItsOwnRecursionIsRefusedNotLooped) {
-  const Compiled schema(R"({"enum": [{"child": null}, 1], "properties": {"child": {"anyOf": [{"type": "null"}, {"$ref": "#"}]}}})");
+  const Compiled schema(
+      R"({"enum": [{"child": null}, 1], "properties": {"child": {"anyOf": [{"type": "null"}, {"$ref": "#"}]}}})");
   ASSERT_FALSE(schema.ok());
   EXPECT_EQ(parse_refusal(schema.error())->keyword, "enum");
 }
@@ -269,7 +276,8 @@ TEST(JsonSchemaCombinators, AllOfKeepsEachAdditionalPropertiesToItsOwnProperties
   ASSERT_TRUE(schema.ok()) << schema.error();
   EXPECT_TRUE(schema.accepts("{}"));
   EXPECT_FALSE(schema.accepts(R"({"a":1})"));
-  const Compiled typed(R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}}, {"required": ["a"]}]})");
+  const Compiled typed(
+      R"({"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}}, {"required": ["a"]}]})");
   ASSERT_TRUE(typed.ok()) << typed.error();
   EXPECT_TRUE(typed.accepts(R"({"a":1,"b":2})"));
   EXPECT_FALSE(typed.accepts(R"({"b":2})"));
@@ -307,7 +315,8 @@ TEST(JsonSchemaRefusals, StrictRefusesAndLenientListsByPointer) {
   lenient.strict = false;
   const Compiled listed(schema, lenient);
   ASSERT_TRUE(listed.ok()) << listed.error();
-  std::vector<Unenforced> expected{{"uniqueItems", "/properties/tags/uniqueItems"}, {"not", "/properties/tags/items/not"}};
+  std::vector<Unenforced> expected{{"uniqueItems", "/properties/tags/uniqueItems"},
+                                   {"not", "/properties/tags/items/not"}};
   std::vector<Unenforced> got = listed.unenforced();
   auto order = [](const Unenforced& a, const Unenforced& b) { return a.pointer < b.pointer; };
   std::sort(expected.begin(), expected.end(), order);
@@ -341,20 +350,23 @@ TEST(JsonSchemaObjects, UnevaluatedPropertiesSeeTheirOwnSubschemas) {
   EXPECT_FALSE(schema.accepts(R"({"a":1,"c":0})"));
   EXPECT_FALSE(schema.accepts(R"({"a":"1"})"));
   // Beside anyOf, which branches evaluated what is not tracked.
-  const Compiled branches(R"({"anyOf": [{"properties": {"a": true}}, {"properties": {"b": true}}], "unevaluatedProperties": false})");
+  const Compiled branches(
+      R"({"anyOf": [{"properties": {"a": true}}, {"properties": {"b": true}}], "unevaluatedProperties": false})");
   ASSERT_FALSE(branches.ok());
   EXPECT_EQ(parse_refusal(branches.error())->keyword, "unevaluatedProperties");
 }
 
 TEST(JsonSchemaCombinators, OneOfOfObjectsApartByARequiredKeyOrATag) {
-  const Compiled closed(R"({"oneOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"], "additionalProperties": false},
+  const Compiled closed(
+      R"({"oneOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"], "additionalProperties": false},
                                       {"type": "object", "properties": {"b": {}}, "additionalProperties": false}]})");
   ASSERT_TRUE(closed.ok()) << closed.error();
   EXPECT_TRUE(closed.accepts(R"({"a":1})"));
   EXPECT_TRUE(closed.accepts(R"({"b":1})"));
   EXPECT_TRUE(closed.accepts("{}"));
   EXPECT_FALSE(closed.accepts(R"({"a":1,"b":1})"));
-  const Compiled tagged(R"({"oneOf": [{"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}}, "required": ["kind"]},
+  const Compiled tagged(
+      R"({"oneOf": [{"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}}, "required": ["kind"]},
                                       {"type": "object", "properties": {"kind": {"enum": ["square", "box"]}}, "required": ["kind"]}]})");
   ASSERT_TRUE(tagged.ok()) << tagged.error();
   EXPECT_TRUE(tagged.accepts(R"({"kind":"circle","r":1})"));
@@ -366,7 +378,8 @@ TEST(JsonSchemaCombinators, OneOfOfObjectsApartByARequiredKeyOrATag) {
 TEST(JsonSchemaRefs, Draft7IgnoresTheSiblingsOfRef) {
   SchemaOptions options;
   options.default_draft = SchemaDraft::draft7;
-  const std::string schema = R"({"definitions": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/n", "maximum": 2}}})";
+  const std::string schema =
+      R"({"definitions": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/definitions/n", "maximum": 2}}})";
   const Compiled draft7(schema, options);
   ASSERT_TRUE(draft7.ok()) << draft7.error();
   EXPECT_TRUE(draft7.accepts(R"({"a":5})"));
@@ -379,10 +392,12 @@ TEST(JsonSchemaRefs, Draft7IgnoresTheSiblingsOfRef) {
 TEST(JsonSchemaRefs, RemoteDocumentsComeFromTheLoader) {
   SchemaOptions options;
   options.load_document = [](std::string_view uri) -> std::optional<json> {
-    if (uri == "https://example.com/defs.json") return json::parse(R"({"$defs": {"name": {"type": "string", "maxLength": 2}}})");
+    if (uri == "https://example.com/defs.json")
+      return json::parse(R"({"$defs": {"name": {"type": "string", "maxLength": 2}}})");
     return std::nullopt;
   };
-  const Compiled schema(R"({"$id": "https://example.com/root.json", "items": {"$ref": "defs.json#/$defs/name"}})", options);
+  const Compiled schema(R"({"$id": "https://example.com/root.json", "items": {"$ref": "defs.json#/$defs/name"}})",
+                        options);
   ASSERT_TRUE(schema.ok()) << schema.error();
   EXPECT_TRUE(schema.accepts(R"(["ab","c"])"));
   EXPECT_FALSE(schema.accepts(R"(["abc"])"));

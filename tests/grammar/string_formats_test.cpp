@@ -123,8 +123,8 @@ TEST(StringFormat, LeapSecondsOnlyAtTheLastMinuteOfTheUtcDay) {
   for (int local = 0; local < 24 * 60; ++local)
     for (int offset = -(24 * 60 - 1); offset < 24 * 60; offset += 13) {
       const int magnitude = std::abs(offset);
-      const std::string text = two_digits(local / 60) + ":" + two_digits(local % 60) + ":60" + (offset < 0 ? "-" : "+") +
-                               two_digits(magnitude / 60) + ":" + two_digits(magnitude % 60);
+      const std::string text = two_digits(local / 60) + ":" + two_digits(local % 60) + ":60" +
+                               (offset < 0 ? "-" : "+") + two_digits(magnitude / 60) + ":" + two_digits(magnitude % 60);
       const bool utc_last_minute = ((local - offset) % (24 * 60) + 24 * 60) % (24 * 60) == 24 * 60 - 1;
       EXPECT_EQ(matches(*time, text), utc_last_minute) << text;
       EXPECT_EQ(matches(*time, text.substr(0, 8) + ".25" + text.substr(8)), utc_last_minute) << text;
@@ -150,8 +150,8 @@ TEST(StringFormat, IpAddressesAgreeWithInetPton) {
       EXPECT_EQ(matches(*ipv4, text), inet_pton(AF_INET, text.c_str(), &address) == 1) << text;
     }
   // Mostly well-formed groups, so that a fair share of the candidates are addresses.
-  const char* const kPieces[] = {"0", "1", "ab", "FFFF", "c0de", "0", "1", "ab", "FFFF", "c0de", "",
-                                 "12345", "g", "1.2.3.4", "255.0.0.255", "256.0.0.1", "01.2.3.4"};
+  const char* const kPieces[] = {"0",    "1", "ab",    "FFFF", "c0de",    "0",           "1",         "ab",      "FFFF",
+                                 "c0de", "",  "12345", "g",    "1.2.3.4", "255.0.0.255", "256.0.0.1", "01.2.3.4"};
   std::mt19937 random(7);
   const auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(random); };
   size_t valid = 0;

@@ -34,8 +34,10 @@ grammar::Grammar list_grammar() {
   const grammar::Item quote = b.bytes(ByteSet::of('"'));
   const RuleId item = b.add("item", {{GrammarBuilder::call(digits)}, {quote, GrammarBuilder::call(text), quote}});
   const RuleId space = b.add("space", {b.literal(" "), {}});
-  const RuleId more = b.repeat("more", b.call(b.add("next", {{b.bytes(ByteSet::of(',')), GrammarBuilder::call(space), GrammarBuilder::call(item)}})),
-                               0, GrammarBuilder::kUnbounded);
+  const RuleId more = b.repeat(
+      "more",
+      b.call(b.add("next", {{b.bytes(ByteSet::of(',')), GrammarBuilder::call(space), GrammarBuilder::call(item)}})), 0,
+      GrammarBuilder::kUnbounded);
   const RuleId root = b.add("root", {{b.bytes(ByteSet::of('[')), GrammarBuilder::call(item), GrammarBuilder::call(more),
                                       b.bytes(ByteSet::of(']'))}});
   return std::move(b).finish(root).value();
@@ -96,7 +98,8 @@ TEST(TokenMasks, EqualTokenByTokenReference) {
       bool allowed = false;
       if (t.is_normal(id)) allowed = masks.after(state, t.token_bytes(id)).value() != grammar::kDeadState;
       expected += allowed;
-      ASSERT_EQ(set.value()->has(id), allowed) << "after " << cut << " bytes, token " << id << " '" << t.token_bytes(id) << "'";
+      ASSERT_EQ(set.value()->has(id), allowed)
+          << "after " << cut << " bytes, token " << id << " '" << t.token_bytes(id) << "'";
     }
     EXPECT_EQ(set.value()->count(), expected);
     EXPECT_GT(expected, 0u);
@@ -156,8 +159,7 @@ TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(failed.error().over_limit);
   const std::string limit = "more than the limit of " + std::to_string(needed / 2) + " matcher steps for one answer";
-  EXPECT_NE(failed.error().message.find(limit), std::string::npos)
-      << failed.error().message;
+  EXPECT_NE(failed.error().message.find(limit), std::string::npos) << failed.error().message;
 }
 
 TEST(ConstraintCache, KeepsToItsByteBudgetDroppingTheLeastRecentlyUsed) {

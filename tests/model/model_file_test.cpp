@@ -136,11 +136,11 @@ TEST_P(RoundTrip, EveryTensorMatchesItsSource) {
       case WeightFormat::q8_0:
       case WeightFormat::affine4:
         ASSERT_TRUE(t.is_projection() || t.is_head) << t.gguf_name;
-      {
-        double& worst = t.is_head ? head_nmse : worst_nmse;
-        worst = std::max(worst, check_quantized(view, expected, t.gguf_name));
-        break;
-      }
+        {
+          double& worst = t.is_head ? head_nmse : worst_nmse;
+          worst = std::max(worst, check_quantized(view, expected, t.gguf_name));
+          break;
+        }
     }
   }
   // Per-tensor normalized squared error of the schemes on these (uniformly distributed) weights.

@@ -36,11 +36,15 @@ TEST(ContentRange, ParsesSpansAndTotals) {
 
 TEST(TreeListing, LfsFilesUseTheLfsOidAndOthersTheGitBlobId) {
   const std::string text = R"([
-    {"type":"directory","oid":")" + kSha1 + R"(","size":0,"path":"original"},
-    {"type":"file","oid":")" + kSha1 + R"(","size":12,"path":"original/params.json"},
-    {"type":"file","oid":")" + kSha1 + R"(","size":700,"path":"config.json"},
+    {"type":"directory","oid":")" +
+                           kSha1 + R"(","size":0,"path":"original"},
+    {"type":"file","oid":")" +
+                           kSha1 + R"(","size":12,"path":"original/params.json"},
+    {"type":"file","oid":")" +
+                           kSha1 + R"(","size":700,"path":"config.json"},
     {"type":"file","oid":"ffffffffffffffffffffffffffffffffffffffff","size":5000,"path":"model.safetensors",
-     "lfs":{"oid":")" + kSha256 + R"(","size":5000,"pointerSize":134}}])";
+     "lfs":{"oid":")" + kSha256 +
+                           R"(","size":5000,"pointerSize":134}}])";
   std::map<std::string, HubFile> files;
   ASSERT_TRUE(parse_tree_listing(text, "listing", files));
   ASSERT_EQ(files.size(), 2u);
@@ -60,8 +64,8 @@ TEST(TreeListing, RejectsWhatIsNotAListing) {
   EXPECT_FALSE(parse_tree_listing(R"({"files":[]})", "listing", files));
   EXPECT_FALSE(parse_tree_listing(R"([{"type":"file","path":"a","size":1,"oid":"xyz"}])", "listing", files));
   EXPECT_FALSE(parse_tree_listing(R"([{"type":"file","path":"a","oid":")" + kSha1 + R"("}])", "listing", files));
-  EXPECT_FALSE(parse_tree_listing(R"([{"type":"file","path":"a","size":1,"oid":")" + kSha1 +
-                                      R"(","lfs":{"oid":"short"}}])", "listing", files));
+  EXPECT_FALSE(parse_tree_listing(
+      R"([{"type":"file","path":"a","size":1,"oid":")" + kSha1 + R"(","lfs":{"oid":"short"}}])", "listing", files));
 }
 
 TEST(TreeListing, FollowsTheNextLink) {
@@ -72,7 +76,8 @@ TEST(TreeListing, FollowsTheNextLink) {
 }
 
 TEST(Index, ShardNamesAreDistinctPlainFileNames) {
-  auto shards = index_shard_names(R"({"metadata":{},"weight_map":{"a":"s2.safetensors","b":"s1.safetensors","c":"s2.safetensors"}})");
+  auto shards = index_shard_names(
+      R"({"metadata":{},"weight_map":{"a":"s2.safetensors","b":"s1.safetensors","c":"s2.safetensors"}})");
   ASSERT_TRUE(shards);
   EXPECT_EQ(*shards, (std::vector<std::string>{"s1.safetensors", "s2.safetensors"}));
   for (const char* name : {"../evil.safetensors", "sub/x.safetensors", ".hidden", ""}) {

@@ -55,9 +55,17 @@ TEST(Registry, SourceTensorCountsAreThePublishedOnes) {
   // are tied (311 tensors); their Base siblings (310) and the tied 4B checkpoints (398) do not;
   // every untied checkpoint ships it (399 at 8B, 443 at 14B, 707 at 32B).
   const std::pair<const char*, uint32_t> published[] = {
-      {"qwen3-0.6b-base", 310}, {"qwen3-0.6b", 311}, {"qwen3-1.7b-base", 310}, {"qwen3-1.7b", 311},
-      {"qwen3-4b-base", 398},   {"qwen3-4b", 398},   {"qwen3-4b-instruct-2507", 398},
-      {"qwen3-8b-base", 399},   {"qwen3-8b", 399},   {"qwen3-14b", 443},  {"qwen3-32b", 707},
+      {"qwen3-0.6b-base", 310},
+      {"qwen3-0.6b", 311},
+      {"qwen3-1.7b-base", 310},
+      {"qwen3-1.7b", 311},
+      {"qwen3-4b-base", 398},
+      {"qwen3-4b", 398},
+      {"qwen3-4b-instruct-2507", 398},
+      {"qwen3-8b-base", 399},
+      {"qwen3-8b", 399},
+      {"qwen3-14b", 443},
+      {"qwen3-32b", 707},
   };
   for (const auto& [id, count] : published) EXPECT_EQ(find_checkpoint(id)->source_tensor_count(), count) << id;
   EXPECT_EQ(find_checkpoint("qwen3-0.6b")->tensor_count(), 310u) << "the stored head is not in the artifact";

@@ -45,7 +45,8 @@ TEST(CompletionPlan, RefusesPromptsAndAnswersPastTheContextAndBadSampling) {
   auto full = plan_completion(ask(true, 1000), limits());
   ASSERT_FALSE(full.ok());
   EXPECT_EQ(full.error().reason, Reason::prompt_too_long);
-  EXPECT_EQ(full.error().message, "the prompt has 1000 tokens; the context holds 1000 (n_prompt_tokens 1000, n_ctx 1000)");
+  EXPECT_EQ(full.error().message,
+            "the prompt has 1000 tokens; the context holds 1000 (n_prompt_tokens 1000, n_ctx 1000)");
 
   CompletionAsk long_answer = ask(false, 990);
   long_answer.max_tokens = 11;
@@ -75,8 +76,7 @@ TEST(CompletionPlan, KeepsTheClientsSeedAndDrawsOneOtherwise) {
 }
 
 TEST(CompletionPlan, OpensAChatAnswerAsTheVariantsTemplateDoesAndACompletionAtOnce) {
-  EXPECT_EQ(plan_completion(ask(true, 10), limits()).value().answer_start,
-            chat_answer_start(Variant::instruct, true));
+  EXPECT_EQ(plan_completion(ask(true, 10), limits()).value().answer_start, chat_answer_start(Variant::instruct, true));
   CompletionAsk quiet = ask(true, 10);
   quiet.thinking = false;
   EXPECT_EQ(plan_completion(quiet, limits()).value().answer_start, AnswerStart::at_once);

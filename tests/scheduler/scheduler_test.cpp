@@ -96,8 +96,8 @@ TEST(KvBlockPool, TheBlockThatBeginsLikeThePromptLendsItsFirstRows) {
   const std::vector<uint32_t> prefix = block_of(100);
   const uint64_t after = pool.publish(full, 0, prefix);
   std::vector<uint32_t> next = block_of(500);
-  pool.publish_tail(tail, after, std::span(next).first(10));    // 500..509, after the prefix
-  pool.publish_tail(other, 0, std::span(next).first(20));       // after nothing: another prefix
+  pool.publish_tail(tail, after, std::span(next).first(10));  // 500..509, after the prefix
+  pool.publish_tail(other, 0, std::span(next).first(20));     // after nothing: another prefix
   for (uint32_t block : {full, tail, other}) pool.release(block);
   EXPECT_EQ(pool.stats().cached, 3u);
 
@@ -206,7 +206,8 @@ class SchedulerHold {
 
 // Steps that evaluated more than `bound` sequences together (`bound` one of the histogram's).
 uint64_t steps_above(const Histogram& batch_sizes, double bound) {
-  const size_t at = size_t(std::find(batch_sizes.bounds.begin(), batch_sizes.bounds.end(), bound) - batch_sizes.bounds.begin());
+  const size_t at =
+      size_t(std::find(batch_sizes.bounds.begin(), batch_sizes.bounds.end(), bound) - batch_sizes.bounds.begin());
   EXPECT_LT(at, batch_sizes.bounds.size()) << bound << " is not a bound of the histogram";
   return at < batch_sizes.bounds.size() ? batch_sizes.count - batch_sizes.counts[at] : 0;
 }
@@ -239,7 +240,8 @@ class SchedulerTest : public ::testing::Test {
     auto backend = create_backend("cpu", *tiny_.file, backend_options);
     ASSERT_TRUE(backend) << backend.error().message;
     backend_ = std::move(*backend);
-    auto scheduler = Scheduler::create(*backend_, *tiny_.tokenizer, tiny_.stop_ids, tiny_.file->checkpoint().context, options);
+    auto scheduler =
+        Scheduler::create(*backend_, *tiny_.tokenizer, tiny_.stop_ids, tiny_.file->checkpoint().context, options);
     ASSERT_TRUE(scheduler) << scheduler.error().message;
     scheduler_ = std::move(*scheduler);
   }
@@ -281,10 +283,8 @@ class SchedulerTest : public ::testing::Test {
   // returns once the thread is held.
   std::future<Outcome> submit_holding(CompletionRequest request, HoldAt at,
                                       std::shared_ptr<RequestTicket>* ticket = nullptr) {
-    if (at == HoldAt::first_update)
-      request.on_update = [this](const ChoiceUpdate&) { hold_.hold_here(); };
-    else
-      request.on_done = [this](const RequestReport&) { hold_.hold_here(); };
+    if (at == HoldAt::first_update) request.on_update = [this](const ChoiceUpdate&) { hold_.hold_here(); };
+    else request.on_done = [this](const RequestReport&) { hold_.hold_here(); };
     auto outcome = submit(std::move(request), ticket);
     EXPECT_TRUE(hold_.wait_until_held()) << "the holding request never reached its callback";
     return outcome;
@@ -308,7 +308,8 @@ class SchedulerTest : public ::testing::Test {
       auto automaton = grammar::Automaton::create(request.constraint->grammar());
       EXPECT_TRUE(automaton);
       if (automaton)
-        options.constraint = std::make_shared<grammar::TokenMasks>(*automaton, constrained_vocabulary(*tiny_.tokenizer));
+        options.constraint =
+            std::make_shared<grammar::TokenMasks>(*automaton, constrained_vocabulary(*tiny_.tokenizer));
     }
     auto result = generate(context, request.prompt, options);
     EXPECT_TRUE(result) << result.error().message;
@@ -469,7 +470,7 @@ TEST_F(SchedulerTest, ARequestNeedingTheWholePoolIsAdmittedPastARowSourceItWould
   EXPECT_EQ(scheduler_->stats().pool.total, 8u) << "the pool as the stats show it before any request";
   EXPECT_EQ(scheduler_->stats().pool.free, 8u);
   ASSERT_TRUE(submit(greedy({5, 6, 7}, 4)).get().finish[0].has_value());  // leaves a cached block starting 5
-  CompletionRequest whole_pool = greedy({5, 9}, 254);  // 256 positions: all 8 blocks
+  CompletionRequest whole_pool = greedy({5, 9}, 254);                     // 256 positions: all 8 blocks
   CompletionRequest behind = greedy({8, 9}, 254);
   auto first = submit(whole_pool);
   auto second = submit(behind);
@@ -648,8 +649,8 @@ TEST_F(SchedulerTest, ARequestThatDoesNotFitYetHoldsUpNoSmallerOne) {
   start({.pool_blocks = 6, .max_sequences = 8, .max_waiting = 8, .step_tokens = 64});
   std::mt19937 rng(5);
   auto running = submit_holding(greedy(random_prompt(rng, 60), 8), HoldAt::first_update);  // 68 positions
-  const CompletionRequest big = greedy(random_prompt(rng, 150), 8);    // 158 positions: 5 blocks
-  const CompletionRequest small = greedy(random_prompt(rng, 30), 8);   // 38 positions: 2 blocks
+  const CompletionRequest big = greedy(random_prompt(rng, 150), 8);                        // 158 positions: 5 blocks
+  const CompletionRequest small = greedy(random_prompt(rng, 30), 8);                       // 38 positions: 2 blocks
   auto big_updates = std::make_shared<std::atomic<uint32_t>>(0);
   auto big_updates_when_small_began = std::make_shared<std::atomic<int64_t>>(-1);
   CompletionRequest big_request = big;

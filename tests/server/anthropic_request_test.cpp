@@ -60,7 +60,8 @@ TEST(AnthropicRequest, EveryFixtureConversationRendersAsItsOpenAiTwin) {
     EXPECT_EQ(rendered(a), rendered(o)) << name;
     // count_tokens reads the same body without max_tokens.
     anthropic.erase("max_tokens");
-    EXPECT_EQ(rendered(must_parse(parse_anthropic_request(anthropic.dump(), limits(), true), name)), rendered(o)) << name;
+    EXPECT_EQ(rendered(must_parse(parse_anthropic_request(anthropic.dump(), limits(), true), name)), rendered(o))
+        << name;
   }
 }
 
@@ -85,7 +86,8 @@ const char* kTool = R"("tools":[{"name":"f","input_schema":{"type":"object","pro
 
 TEST(AnthropicRequest, ToolChoiceMapsToTheChatEndpointsChoices) {
   EXPECT_EQ(parse_fields(std::string(kTool) + R"(,"tool_choice":{"type":"auto"})").tool_choice, ToolChoice::automatic);
-  const ApiRequest any = parse_fields(std::string(kTool) + R"(,"tool_choice":{"type":"any","disable_parallel_tool_use":true})");
+  const ApiRequest any =
+      parse_fields(std::string(kTool) + R"(,"tool_choice":{"type":"any","disable_parallel_tool_use":true})");
   EXPECT_EQ(any.tool_choice, ToolChoice::required);
   EXPECT_FALSE(any.parallel_tool_calls);
   ASSERT_TRUE(any.structured);
@@ -116,7 +118,8 @@ TEST(AnthropicRequest, ThinkingSetsTheBudgetOrSwitchesItOff) {
   expect_field_error(with(R"("thinking":{"type":"enabled"})"), "thinking.budget_tokens");
   expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10},"output_config":{"effort":"low"})"),
                      "output_config.effort");
-  expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10,"display":"omitted"})"), "thinking.display");
+  expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10,"display":"omitted"})"),
+                     "thinking.display");
 }
 
 TEST(AnthropicRequest, SamplingStopsAndFormat) {
@@ -128,7 +131,8 @@ TEST(AnthropicRequest, SamplingStopsAndFormat) {
   EXPECT_EQ(request.seed, 7u);
   EXPECT_EQ(request.stop, std::vector<std::string>{"END"});
   EXPECT_TRUE(request.stream);
-  const ApiRequest format = parse_fields(R"("output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}})");
+  const ApiRequest format =
+      parse_fields(R"("output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}})");
   ASSERT_TRUE(format.structured);
   EXPECT_EQ(format.structured->field, "output_config.format.schema");
   expect_field_error(with(R"("temperature":1.5)"), "temperature");  // Anthropic's range is [0, 1]
@@ -141,13 +145,17 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
   expect_field_error(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})", "max_tokens");
   expect_field_error(R"({"max_tokens":5,"messages":[{"role":"user","content":"hi"}]})", "model");
   expect_field_error(R"({"model":"m","max_tokens":5,"messages":[]})", "messages");
-  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"system","content":"x"}]})", "messages[0].role");
-  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
-                     "messages[0].content[0]");
-  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]})",
-                     "messages");
-  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]})",
-                     "messages[0].content[0].tool_use_id");
+  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"system","content":"x"}]})",
+                     "messages[0].role");
+  expect_field_error(
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
+      "messages[0].content[0]");
+  expect_field_error(
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]})",
+      "messages");
+  expect_field_error(
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x"}]}]})",
+      "messages[0].content[0].tool_use_id");
   expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi","name":"n"}]})",
                      "messages[0].name");
   expect_field_error(R"({"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":5})", "max_tokens", true);
@@ -166,17 +174,18 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
            {R"("stream":"yes")", "stream"},
            {R"("top_k":-1)", "top_k"}})
     expect_field_error(with(fields), param);
-  for (const auto& [messages, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"({})", "messages"},
-           {R"([5])", "messages[0]"},
-           {R"([{"role":"user"}])", "messages[0].content"},
-           {R"([{"role":"user","content":7}])", "messages[0].content"},
-           {R"([{"role":"user","content":[7]}])", "messages[0].content[0]"},
-           {R"([{"role":"user","content":[{"type":"text","text":1}]}])", "messages[0].content[0].text"},
-           {R"([{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":[]}]},{"role":"user","content":"x"}])",
-            "messages[0].content[0].input"},
-           {R"([{"role":"assistant","content":[{"type":"thinking"}]},{"role":"user","content":"x"}])",
-            "messages[0].content[0].thinking"}})
+  for (
+      const auto& [messages, param] : std::vector<std::pair<std::string, std::string>>{
+          {R"({})", "messages"},
+          {R"([5])", "messages[0]"},
+          {R"([{"role":"user"}])", "messages[0].content"},
+          {R"([{"role":"user","content":7}])", "messages[0].content"},
+          {R"([{"role":"user","content":[7]}])", "messages[0].content[0]"},
+          {R"([{"role":"user","content":[{"type":"text","text":1}]}])", "messages[0].content[0].text"},
+          {R"([{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"f","input":[]}]},{"role":"user","content":"x"}])",
+           "messages[0].content[0].input"},
+          {R"([{"role":"assistant","content":[{"type":"thinking"}]},{"role":"user","content":"x"}])",
+           "messages[0].content[0].thinking"}})
     expect_field_error(R"({"model":"m","max_tokens":5,"messages":)" + messages + "}", param);
 }
 

@@ -116,7 +116,8 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
   auto llama_schema = parse(Endpoint::completions, completion_with(R"("json_schema":{"type":"boolean"})"));
   ASSERT_TRUE(llama_schema.ok()) << llama_schema.error().message;
 
-  expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object"},"grammar":"root ::= \"a\"")"),
+  expect_field_error(Endpoint::chat,
+                     chat_with(R"("response_format":{"type":"json_object"},"grammar":"root ::= \"a\"")"),
                      "grammar");  // keys are read in the client's order: the second names the clash
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"yaml"})"), "response_format.type");
   expect_field_error(Endpoint::chat, chat_with(R"("response_format":{"type":"json_object","schema":{}})"),
@@ -130,7 +131,8 @@ TEST(ApiRequest, StructuredOutputIsCompiledWhileReading) {
 TEST(ApiRequest, ReadingLeavesTheConstraintForCompiling) {
   const std::string deep = std::string(100, '(') + "a" + std::string(100, ')');
   const std::string body = chat_with(R"("response_format":{"type":"json_schema","json_schema":{"name":"n","strict":true,
-      "schema":{"type":"string","pattern":")" + deep + R"("}}})");
+      "schema":{"type":"string","pattern":")" +
+                                     deep + R"("}}})");
   auto read = read_api_request(Endpoint::chat, body, limits());
   ASSERT_TRUE(read.ok()) << read.error().message;
   ApiRequest& request = read.value();
@@ -146,7 +148,8 @@ TEST(ApiRequest, ReadingLeavesTheConstraintForCompiling) {
 
   // A forced call is a constraint too; a plain request has none.
   auto forced = read_api_request(Endpoint::chat, chat_with(R"("tools":[{"type":"function","function":{"name":"f",
-      "parameters":{"type":"object"}}}],"tool_choice":"required")"), limits());
+      "parameters":{"type":"object"}}}],"tool_choice":"required")"),
+                                 limits());
   ASSERT_TRUE(forced.ok()) << forced.error().message;
   EXPECT_TRUE(has_constraints(forced.value()));
   EXPECT_TRUE(compile_constraints(forced.value()).ok());
@@ -158,9 +161,10 @@ TEST(ApiRequest, ReadingLeavesTheConstraintForCompiling) {
 }
 
 TEST(ApiRequest, FieldsThatCannotChangeTheAnswerAreAccepted) {
-  auto chat = parse(Endpoint::chat, chat_with(R"("prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
-                                              R"("safety_identifier":"s","stream":true,)"
-                                              R"("stream_options":{"include_usage":true,"include_obfuscation":false})"));
+  auto chat =
+      parse(Endpoint::chat, chat_with(R"("prediction":{"type":"content","content":"x"},"prompt_cache_key":"k",)"
+                                      R"("safety_identifier":"s","stream":true,)"
+                                      R"("stream_options":{"include_usage":true,"include_obfuscation":false})"));
   ASSERT_TRUE(chat.ok()) << chat.error().message;
   EXPECT_TRUE(chat.value().include_usage);
   EXPECT_TRUE(chat.value().ignored_fields.empty());
@@ -190,7 +194,8 @@ TEST(ApiRequest, ThinkingBudgetsComeFromTheKippFieldOrTheReasoningEffort) {
 TEST(ApiRequest, IgnoreUnknownFieldsAcceptsAndListsThem) {
   ApiLimits lenient = limits();
   lenient.ignore_unknown_fields = true;
-  auto parsed = parse_api_request(Endpoint::completions, completion_with(R"("echo":true,"foo":{"x":1},"n":2)"), lenient);
+  auto parsed =
+      parse_api_request(Endpoint::completions, completion_with(R"("echo":true,"foo":{"x":1},"n":2)"), lenient);
   ASSERT_TRUE(parsed.ok()) << parsed.error().message;
   const ApiRequest& request = parsed.value();
   EXPECT_EQ(request.ignored_fields, (std::vector<std::string>{"echo", "foo"}));
@@ -218,8 +223,7 @@ TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
   EXPECT_NE(unknown.message.find("not a field"), std::string::npos);
   expect_field_error(Endpoint::completions, completion_with(R"("messages":[])"), "messages");
   expect_field_error(Endpoint::chat, chat_with(R"("prompt":"x")"), "prompt");
-  expect_field_error(Endpoint::chat, chat_with(R"("chat_template_kwargs":{"tools":[]})"),
-                     "chat_template_kwargs.tools");
+  expect_field_error(Endpoint::chat, chat_with(R"("chat_template_kwargs":{"tools":[]})"), "chat_template_kwargs.tools");
   expect_field_error(Endpoint::completions, completion_with(R"("stream":true,"stream_options":{"x":1})"),
                      "stream_options.x");
   expect_field_error(Endpoint::completions, R"({"prompt":"x"})", "model");
@@ -230,7 +234,8 @@ TEST(ApiRequest, RefusesUnimplementedAndUnknownFieldsByName) {
 TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   const Endpoint C = Endpoint::completions, H = Endpoint::chat;
   // S2 / S3: logprobs counts.
-  for (const char* v : {"6", "-1", "1000000000", "2.5"}) expect_field_error(C, completion_with("\"logprobs\":" + std::string(v)), "logprobs");
+  for (const char* v : {"6", "-1", "1000000000", "2.5"})
+    expect_field_error(C, completion_with("\"logprobs\":" + std::string(v)), "logprobs");
   for (const char* v : {"21", "-1", "1000000000"})
     expect_field_error(H, chat_with("\"logprobs\":true,\"top_logprobs\":" + std::string(v)), "top_logprobs");
   expect_field_error(H, chat_with(R"("top_logprobs":5)"), "top_logprobs");
@@ -252,7 +257,8 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
                            R"({"5":101})", R"({"":1})", R"({" 5":1})", "[1]"})
     expect_field_error(C, completion_with("\"logit_bias\":" + std::string(bias)), "logit_bias");
   // S7: n.
-  for (const char* n : {"0", "-1", "1000000", "9", "\"2\""}) expect_field_error(C, completion_with("\"n\":" + std::string(n)), "n");
+  for (const char* n : {"0", "-1", "1000000", "9", "\"2\""})
+    expect_field_error(C, completion_with("\"n\":" + std::string(n)), "n");
   // S8: max_tokens.
   for (const char* m : {"-5", "0", "2147483648", "1e20", "\"10\"", "true", "1.5"})
     expect_field_error(C, completion_with("\"max_tokens\":" + std::string(m)), "max_tokens");
@@ -260,9 +266,9 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   std::string raw_nul = R"({"model":"m","prompt":"a)";
   raw_nul += '\0';
   raw_nul += R"(b"})";
-  for (const std::string& body : {std::string(""), std::string(R"({"model":"m","prompt":"x")"), std::string("[1,2]"),
-                                  std::string("{\"model\":\"m\",\"prompt\":\"\xff\xfe\"}"), std::string("null"),
-                                  raw_nul}) {
+  for (const std::string& body :
+       {std::string(""), std::string(R"({"model":"m","prompt":"x")"), std::string("[1,2]"),
+        std::string("{\"model\":\"m\",\"prompt\":\"\xff\xfe\"}"), std::string("null"), raw_nul}) {
     const ApiError error = error_of(C, body);
     EXPECT_EQ(error.status, 400);
   }
@@ -271,10 +277,10 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   expect_field_error(C, completion_with(R"("model2":1)"), "model2");
   expect_field_error(C, R"({"model":7,"prompt":"x"})", "model");
   // S12: messages.
-  for (const char* messages : {"null", "\"string\"", "[123]", "[{}]", R"([{"role":123,"content":"x"}])",
-                               R"([{"role":"user","content":123}])", "[]",
-                               R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}])",
-                               R"([{"role":"assistant","content":"x","tool_calls":[{}]}])"})
+  for (const char* messages :
+       {"null", "\"string\"", "[123]", "[{}]", R"([{"role":123,"content":"x"}])", R"([{"role":"user","content":123}])",
+        "[]", R"([{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}])",
+        R"([{"role":"assistant","content":"x","tool_calls":[{}]}])"})
     expect_field_error(H, R"({"model":"m","messages":)" + std::string(messages) + "}", "messages");
   // S13: nesting 10k deep is refused before parsing.
   const std::string deep = completion_with("\"metadata\":" + std::string(10000, '[') + std::string(10000, ']'));
@@ -283,14 +289,21 @@ TEST(ApiRequest, BadInputsS2ToS16AreNamed400s) {
   std::string many = "[";
   for (int i = 0; i < 10000; ++i) many += std::string(i ? "," : "") + "\"s\"";
   many += "]";
-  for (const std::string& stop : {many, "\"" + std::string(1 << 20, 'x') + "\"", std::string("\"\""), std::string("[\"\"]"),
-                                  std::string("[1]"), std::string("7")})
+  for (const std::string& stop : {many, "\"" + std::string(1 << 20, 'x') + "\"", std::string("\"\""),
+                                  std::string("[\"\"]"), std::string("[1]"), std::string("7")})
     expect_field_error(C, completion_with("\"stop\":" + stop), "stop");
   // S16: float fields.
-  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{
-           {"temperature", "-1"}, {"temperature", "1e30"}, {"temperature", "2.01"}, {"top_p", "2"}, {"top_p", "0"},
-           {"top_p", "\"nan\""}, {"min_p", "1.5"}, {"frequency_penalty", "3"}, {"presence_penalty", "-2.5"},
-           {"repetition_penalty", "0"}, {"repetition_penalty", "-1"}})
+  for (const auto& [field, value] : std::vector<std::pair<std::string, std::string>>{{"temperature", "-1"},
+                                                                                     {"temperature", "1e30"},
+                                                                                     {"temperature", "2.01"},
+                                                                                     {"top_p", "2"},
+                                                                                     {"top_p", "0"},
+                                                                                     {"top_p", "\"nan\""},
+                                                                                     {"min_p", "1.5"},
+                                                                                     {"frequency_penalty", "3"},
+                                                                                     {"presence_penalty", "-2.5"},
+                                                                                     {"repetition_penalty", "0"},
+                                                                                     {"repetition_penalty", "-1"}})
     expect_field_error(C, completion_with("\"" + field + "\":" + value), field);
   // include_usage without streaming.
   expect_field_error(C, completion_with(R"("stream_options":{"include_usage":true})"), "stream_options");

@@ -265,8 +265,9 @@ std::string get(const std::string& target, const std::string& extra = "") {
 }
 
 std::string post(const std::string& target, const std::string& body, const std::string& extra = "") {
-  return "POST " + target + " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+  return "POST " + target +
+         " HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + extra + "\r\n" + body;
 }
 
 // Sends one request on `c` and reads its response.
@@ -478,10 +479,11 @@ TEST(HttpServer, ChunkedRequestBodyIsDecoded) {
   TestServer srv(test_limits(), echo);
   ASSERT_TRUE(srv.ok()) << srv.error();
   Conn c(srv.port());
-  ASSERT_TRUE(c.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     "5\r\nhello\r\n"
-                     "6;ext=1\r\n world\r\n"
-                     "0\r\n\r\n"));
+  ASSERT_TRUE(
+      c.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "5\r\nhello\r\n"
+             "6;ext=1\r\n world\r\n"
+             "0\r\n\r\n"));
   auto reply = c.read_reply();
   ASSERT_TRUE(reply);
   EXPECT_EQ(reply->status, 200);
@@ -546,7 +548,7 @@ TEST(HttpServer, HeadsAreTheServersToFrame) {
     response.content_type = "text/plain";
     response.body = "body";
     // Framing headers are the server's; one that would end the head early is never sent.
-    response.headers = {{"Content-Length", "999"}, {"Transfer-Encoding", "gzip"}, {"Connection", "close"},
+    response.headers = {{"Content-Length", "999"}, {"Transfer-Encoding", "gzip"},     {"Connection", "close"},
                         {"Server", "other"},       {"X-Split", "a\r\nInjected: yes"}, {"Bad Name", "x"},
                         {"X-Fine", "ok"}};
     exchange->respond(std::move(response));
@@ -596,9 +598,8 @@ TEST(HttpServer, TheErrorFormatShapesTheLayersOwnErrors) {
     response.body = error.code + "|" + error.path + "|" + error.message;
     return response;
   };
-  TestServer srv(std::move(options), [](HttpRequest, std::shared_ptr<HttpExchange>) {
-    throw std::runtime_error("boom");
-  });
+  TestServer srv(std::move(options),
+                 [](HttpRequest, std::shared_ptr<HttpExchange>) { throw std::runtime_error("boom"); });
   ASSERT_TRUE(srv.ok()) << srv.error();
   expect_malformed_answer(srv.port(), "application/x-test", "bad_request||malformed HTTP request");
 
@@ -1029,15 +1030,26 @@ TEST(HttpServer, StopEndsRunAndReportsPendingResponses) {
 
 std::string mutate(std::string s, std::mt19937_64& rng) {
   auto pick = [&](size_t n) { return n == 0 ? size_t{0} : static_cast<size_t>(rng() % n); };
-  const char specials[] = {'\0', '\r', '\n', ' ', ':', '\t', ';', '0', 'f', static_cast<char>(0x80),
-                           static_cast<char>(0xff), static_cast<char>(0xc3)};
+  const char specials[] = {'\0',
+                           '\r',
+                           '\n',
+                           ' ',
+                           ':',
+                           '\t',
+                           ';',
+                           '0',
+                           'f',
+                           static_cast<char>(0x80),
+                           static_cast<char>(0xff),
+                           static_cast<char>(0xc3)};
   auto random_byte = [&]() -> char {
     return rng() % 2 ? specials[pick(sizeof specials)] : static_cast<char>(rng() & 0xff);
   };
-  const char* lengths[] = {"99999999999999999999", "-1", "18446744073709551616", "0x10", "1e3",
-                           " 5",                   "5, 6", "",                    "4294967296", "00000000000000000000003"};
-  const char* encodings[] = {"chunked", "gzip, chunked", "chunked, gzip", "identity", "xchunked",
-                             "chunked\t", "CHUNKED", "chunked, chunked", ""};
+  const char* lengths[] = {
+      "99999999999999999999",   "-1", "18446744073709551616", "0x10", "1e3", " 5", "5, 6", "", "4294967296",
+      "00000000000000000000003"};
+  const char* encodings[] = {"chunked",   "gzip, chunked", "chunked, gzip",    "identity", "xchunked",
+                             "chunked\t", "CHUNKED",       "chunked, chunked", ""};
   int edits = 1 + static_cast<int>(rng() % 4);
   for (int e = 0; e < edits; ++e) {
     switch (rng() % 10) {
@@ -1059,9 +1071,7 @@ std::string mutate(std::string s, std::mt19937_64& rng) {
           s.erase(at, 1 + pick(16));
         }
         break;
-      case 4:
-        s.resize(pick(s.size() + 1));
-        break;
+      case 4: s.resize(pick(s.size() + 1)); break;
       case 5: {  // a header line twice
         size_t first = s.find("\r\n");
         size_t end = s.find("\r\n\r\n");
@@ -1091,9 +1101,7 @@ std::string mutate(std::string s, std::mt19937_64& rng) {
         if (size_t eol = s.find("\r\n"); eol != std::string::npos)
           s.insert(eol + 2, "X-Long: " + std::string(100 + pick(6000), 'L') + "\r\n");
         break;
-      case 9:
-        s += rng() % 2 ? get("/again") : std::string(1 + pick(64), random_byte());
-        break;
+      case 9: s += rng() % 2 ? get("/again") : std::string(1 + pick(64), random_byte()); break;
     }
   }
   return s;

@@ -10,8 +10,8 @@ namespace {
 
 TEST(SameSecret, OnlyTheSameBytesMatch) {
   EXPECT_TRUE(same_secret("sk-local-123", "sk-local-123"));
-  EXPECT_FALSE(same_secret("sk-local-124", "sk-local-123"));  // the last byte
-  EXPECT_FALSE(same_secret("sk-local-12", "sk-local-123"));   // a prefix
+  EXPECT_FALSE(same_secret("sk-local-124", "sk-local-123"));   // the last byte
+  EXPECT_FALSE(same_secret("sk-local-12", "sk-local-123"));    // a prefix
   EXPECT_FALSE(same_secret("sk-local-1234", "sk-local-123"));  // longer
   EXPECT_FALSE(same_secret("", "sk-local-123"));
   EXPECT_TRUE(same_secret(std::string("a\0b", 3), std::string("a\0b", 3)));

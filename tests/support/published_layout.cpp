@@ -28,7 +28,8 @@ constexpr PublishedLayout kLayouts[] = {
     {"qwen3-4b", CF::post_trained, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 16857, ""},
     {"qwen3-4b-instruct-2507", CF::post_trained, GF::instruct_2507, TC::instruct_2507, TF::qwen3, MF::qwen2_5, 655360,
      true, 8168, ""},
-    {"qwen3-4b-thinking-2507", CF::post_trained, GF::post_trained, TC::thinking_2507, TF::qwen3, MF::qwen2_5, 0, true, 0,
+    {"qwen3-4b-thinking-2507", CF::post_trained, GF::post_trained, TC::thinking_2507, TF::qwen3, MF::qwen2_5, 0, true,
+     0,
      "only tokenizer_config.json is known: config.json, generation_config.json, merges.txt, the index and LICENSE "
      "follow Qwen3-4B-Instruct-2507 and the post-trained repositories"},
     {"qwen3-8b-base", CF::base, GF::base, TC::base, TF::qwen2_5, MF::qwen3, 2097152, false, 2938, ""},
@@ -124,9 +125,9 @@ std::vector<ExpectedTensor> source_tensors(const Checkpoint& dims, const Publish
   for (const ExpectedTensor& t : artifact) by_name[t.hf_name] = &t;
   std::vector<ExpectedTensor> out = {*by_name.at("model.embed_tokens.weight")};
   static constexpr const char* kLayerOrder[] = {
-      "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "self_attn.q_norm",
-      "self_attn.k_norm", "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj",    "input_layernorm",
-      "post_attention_layernorm"};
+      "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",        "self_attn.o_proj",
+      "self_attn.q_norm", "self_attn.k_norm", "mlp.gate_proj",           "mlp.up_proj",
+      "mlp.down_proj",    "input_layernorm",  "post_attention_layernorm"};
   for (uint32_t l = 0; l < dims.layers; ++l)
     for (const char* suffix : kLayerOrder)
       out.push_back(*by_name.at("model.layers." + std::to_string(l) + "." + suffix + ".weight"));
@@ -184,7 +185,9 @@ std::string safetensors_header(const std::vector<ExpectedTensor>& tensors) {
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t offset = 0;
   for (const ExpectedTensor* t : in_file_order(tensors)) {
-    header[t->hf_name] = {{"dtype", "BF16"}, {"shape", t->hf_shape()}, {"data_offsets", {offset, offset + data_bytes(*t)}}};
+    header[t->hf_name] = {{"dtype", "BF16"},
+                          {"shape", t->hf_shape()},
+                          {"data_offsets", {offset, offset + data_bytes(*t)}}};
     offset += data_bytes(*t);
   }
   std::string text = header.dump();

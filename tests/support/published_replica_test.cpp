@@ -99,14 +99,20 @@ const std::vector<PublishedWeights> kPublishedWeights = {
     {"qwen3-0.6b", {1503300328}, ""},
     {"qwen3-1.7b-base", {3441185608}, ""},
     {"qwen3-1.7b", {3441185608, 622329984}, "0d660e94b165eb912669a5249dff44b83188c4777a07ddb9611fb78d91b0578d"},
-    {"qwen3-4b-base", {3957900840, 3987450520, 99630640},
+    {"qwen3-4b-base",
+     {3957900840, 3987450520, 99630640},
      "d6c42883a895dfef5b0080ed2116a1bcd764f558406b98923d675978a1abf29c"},
-    {"qwen3-4b", {3957900840, 3987450520, 99630640}, "6dc0981b8829fead746441f68f38f24c5ca4a3a66351f652c26c6df0efc43ab2"},
-    {"qwen3-4b-instruct-2507", {3957900840, 3987450520, 99630640},
+    {"qwen3-4b",
+     {3957900840, 3987450520, 99630640},
+     "6dc0981b8829fead746441f68f38f24c5ca4a3a66351f652c26c6df0efc43ab2"},
+    {"qwen3-4b-instruct-2507",
+     {3957900840, 3987450520, 99630640},
      "d6c42883a895dfef5b0080ed2116a1bcd764f558406b98923d675978a1abf29c"},
-    {"qwen3-8b-base", {3996250744, 3993160032, 3959604768, 3187841392, 1244659840},
+    {"qwen3-8b-base",
+     {3996250744, 3993160032, 3959604768, 3187841392, 1244659840},
      "cd39d5e44c5aadfd1954b598883aea1c4a98822a2f7723d214ef2278b7fec2e4"},
-    {"qwen3-8b", {3996250744, 3993160032, 3959604768, 3187841392, 1244659840},
+    {"qwen3-8b",
+     {3996250744, 3993160032, 3959604768, 3187841392, 1244659840},
      "f9fdbcb91c23971c13ec5d5f2573d2349e8f61f2f049371ec699281748fdb1bc"},
     {"qwen3-14b",
      {3841788544, 3963750816, 3963750880, 3963750880, 3963750880, 3963750880, 3963750880, 1912371880},
@@ -151,8 +157,9 @@ TEST(PublishedReplica, FileSetsFollowTheRepositories) {
   for (const PublishedLayout* layout : all_published_layouts()) {
     std::vector<std::string> names;
     for (const auto& [name, content] : small_files_of(*layout)) names.push_back(name);
-    std::vector<std::string> want = {".gitattributes", "README.md", "config.json", "generation_config.json",
-                                     "merges.txt", "tokenizer.json", "tokenizer_config.json", "vocab.json"};
+    std::vector<std::string> want = {".gitattributes",         "README.md",  "config.json",
+                                     "generation_config.json", "merges.txt", "tokenizer.json",
+                                     "tokenizer_config.json",  "vocab.json"};
     if (layout->has_license) want.insert(want.begin() + 1, "LICENSE");
     EXPECT_EQ(names, want) << layout->id;
   }

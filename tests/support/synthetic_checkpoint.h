@@ -42,8 +42,8 @@ class SyntheticTensor {
   uint64_t seed_;
   uint64_t name_hash_;
   uint64_t cols_;
-  bool norm_;         // a gain vector: values near 1
-  bool vocabulary_;   // embedding or head: rows scaled by their own gain
+  bool norm_;        // a gain vector: values near 1
+  bool vocabulary_;  // embedding or head: rows scaled by their own gain
   float std_;
 };
 

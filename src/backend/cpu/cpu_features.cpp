@@ -27,9 +27,9 @@ unsigned saved_state() {
   return lo;
 }
 
-bool os_saves_ymm_state() { return (saved_state() & 0x6) == 0x6; }               // XMM, YMM
-bool os_saves_zmm_state() { return (saved_state() & 0xe6) == 0xe6; }             // + opmask, ZMM
-bool os_saves_tile_state() { return (saved_state() & 0x60000) == 0x60000; }      // XTILECFG, XTILEDATA
+bool os_saves_ymm_state() { return (saved_state() & 0x6) == 0x6; }           // XMM, YMM
+bool os_saves_zmm_state() { return (saved_state() & 0xe6) == 0xe6; }         // + opmask, ZMM
+bool os_saves_tile_state() { return (saved_state() & 0x60000) == 0x60000; }  // XTILECFG, XTILEDATA
 
 // Linux hands the 8 KiB of tile data to a process only once it asks (arch_prctl
 // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); until then a tile instruction is a fault. Asked once.
@@ -81,8 +81,7 @@ Result<Isa> chosen_isa(std::string_view forced) {
   if (forced.empty()) return best;
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
     if (isa_name(isa) != forced) continue;
-    if (int(isa) > int(best))
-      return fail("--cpu-isa ", forced, ": this processor supports up to ", isa_name(best));
+    if (int(isa) > int(best)) return fail("--cpu-isa ", forced, ": this processor supports up to ", isa_name(best));
     return isa;
   }
   return fail("--cpu-isa ", forced, ": expected portable, avx2, avx512 or amx");

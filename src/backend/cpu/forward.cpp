@@ -64,9 +64,22 @@ struct Activations {
   }
   // The MatmulArgs of a product of `weight`, reading the first `tokens` rows in `form`, written to `out`.
   MatmulArgs times(const WeightView& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
-    return {&weight,          form,          values.data(),         int16_values.data(),     int16_scales.data(),
-            int16_block_sums.data(), int16_planes.data(), int8_values.data(), int8_block_scales.data(),
-            int8_block_sums.data(), width, tokens, out, 0, 0, fp16_table()};
+    return {&weight,
+            form,
+            values.data(),
+            int16_values.data(),
+            int16_scales.data(),
+            int16_block_sums.data(),
+            int16_planes.data(),
+            int8_values.data(),
+            int8_block_scales.data(),
+            int8_block_sums.data(),
+            width,
+            tokens,
+            out,
+            0,
+            0,
+            fp16_table()};
   }
   uint32_t width;
   std::vector<float> values;
@@ -99,11 +112,17 @@ class Model final : public HostBackendModel {
         int8_activations_(options.int8_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
-        x_(kMaxBatchTokens, c_.hidden), x_norm_(kMaxBatchTokens, c_.hidden, true),
-        q_(kMaxBatchTokens, c_.attention_width()), k_new_(kMaxBatchTokens, c_.kv_width()),
-        v_new_(kMaxBatchTokens, c_.kv_width()), attention_(kMaxBatchTokens, c_.attention_width(), true),
-        projected_(kMaxBatchTokens, c_.hidden), gate_(kMaxBatchTokens, c_.ffn, true), up_(kMaxBatchTokens, c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()), logit_rows_(kMaxBatchTokens),
+        x_(kMaxBatchTokens, c_.hidden),
+        x_norm_(kMaxBatchTokens, c_.hidden, true),
+        q_(kMaxBatchTokens, c_.attention_width()),
+        k_new_(kMaxBatchTokens, c_.kv_width()),
+        v_new_(kMaxBatchTokens, c_.kv_width()),
+        attention_(kMaxBatchTokens, c_.attention_width(), true),
+        projected_(kMaxBatchTokens, c_.hidden),
+        gate_(kMaxBatchTokens, c_.ffn, true),
+        up_(kMaxBatchTokens, c_.ffn),
+        rope_(kMaxBatchTokens, c_.head_dim()),
+        logit_rows_(kMaxBatchTokens),
         attention_runner_(c_, pool_, kernels_, kv_format_) {
     batch_.reserve(kMaxBatchTokens);
     queries_.reserve(kMaxBatchTokens);
@@ -118,7 +137,8 @@ class Model final : public HostBackendModel {
   std::string describe() const override {
     return std::string("cpu (") + kernels_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
            (int8_activations_ ? ", 8-bit activations for Q4_1" : "") +
-           (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache" : "") +
+           (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache"
+                                         : "") +
            ")";
   }
 
@@ -170,13 +190,13 @@ class Model final : public HostBackendModel {
     });
     note(ForwardStep::attn_norm, l, x_norm_);
     matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});  // 2 Q, K, V
-    for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });                             // 3 Q/K norm, 4 RoPE
+    for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });  // 3 Q/K norm, 4 RoPE
     note(ForwardStep::q_rope, l, q_);
     note(ForwardStep::k_rope, l, k_new_);
-    attend(l);                                                                          // 5 attention
+    attend(l);  // 5 attention
     note(ForwardStep::attention, l, attention_);
     for_tokens([&](uint32_t t) { quantize_for(attention_, t, {&w.attn_output}); });
-    matmuls({{&w.attn_output, &attention_, &projected_}});                              // 6 output + residual
+    matmuls({{&w.attn_output, &attention_, &projected_}});  // 6 output + residual
     for_tokens([&](uint32_t t) {
       cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
       cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));  // 7 FFN norm
@@ -184,7 +204,7 @@ class Model final : public HostBackendModel {
     });
     note(ForwardStep::attn_residual, l, x_);
     note(ForwardStep::ffn_norm, l, x_norm_);
-    gated_ffn_up(w);                                                                    // 8 SiLU-gated FFN
+    gated_ffn_up(w);  // 8 SiLU-gated FFN
     for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&w.ffn_down}); });
     matmuls({{&w.ffn_down, &gate_, &projected_}});
     note(ForwardStep::ffn_out, l, projected_);
@@ -273,8 +293,8 @@ class Model final : public HostBackendModel {
     uint32_t rows = 0;
     for (const BatchToken& token : batch_) {
       if (!token.logits) continue;
-      cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden,
-                        c_.rms_norm_eps(), x_norm_.row(rows));
+      cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden, c_.rms_norm_eps(),
+                        x_norm_.row(rows));
       if (recorder_)
         recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
       quantize_for(x_norm_, rows, {&w_.lm_head});
@@ -334,8 +354,7 @@ Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model,
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed,
               cpu::PackedWeights::pack(model.weights(), *pool, kernels.lanes));
-  return std::unique_ptr<BackendModel>(
-      new cpu::Model(model, std::move(pool), std::move(packed), kernels, options));
+  return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(pool), std::move(packed), kernels, options));
 }
 
 }  // namespace kipp

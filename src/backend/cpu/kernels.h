@@ -30,10 +30,10 @@ enum class ActivationForm { f32, int16, int8_blocks };
 // W is packed (packed_weights.h); row_begin and row_end are multiples of kPanelRows.
 struct MatmulArgs {
   const WeightView* weight;
-  ActivationForm form;     // what the product reads: x, or one of the quantized forms below
-  const float* x;          // tokens rows of weight->cols values, x_stride apart
-  const int16_t* x_int16;  // int16: the same rows, x_stride apart
-  const float* x_scale;    // int16: per token, x ~= x_int16 * x_scale
+  ActivationForm form;             // what the product reads: x, or one of the quantized forms below
+  const float* x;                  // tokens rows of weight->cols values, x_stride apart
+  const int16_t* x_int16;          // int16: the same rows, x_stride apart
+  const float* x_scale;            // int16: per token, x ~= x_int16 * x_scale
   const float* x_int16_block_sum;  // int16: per token and 32-value block (x_stride / 32 per token), the x_int16 sum
   const uint8_t* x_int16_planes;   // int16, sets with tiles: x_int16 split (Kernels::split_int16), from token 0
   const int8_t* x_int8;            // int8_blocks: the same rows, x_stride apart
@@ -41,7 +41,7 @@ struct MatmulArgs {
   const float* x_block_sum;        // int8_blocks: per token and block, scale * the sum of the block's x_int8
   size_t x_stride;
   uint32_t tokens;
-  float* const* out;       // one output row per token (weight->rows values each)
+  float* const* out;  // one output row per token (weight->rows values each)
   uint32_t row_begin, row_end;
   const float* fp16_table;  // the 65,536 FP16 values widened, for block scales
 };
@@ -60,29 +60,29 @@ inline constexpr uint32_t kAttentionTokens = 4;
 
 // One token's part of an attention job.
 struct AttentionToken {
-  const float* q;      // the token's query heads, normed and rotated: q_heads x head_dim
-  uint32_t end;        // its positions in the chunk end here (at most the chunk's end)
-  float* sums;         // per query head (indexed by absolute head): head_dim weighted V sums
-  float* max_score;    // per query head
-  float* weight_sum;   // per query head
-  float* scores;       // scratch: 32 per query head
+  const float* q;     // the token's query heads, normed and rotated: q_heads x head_dim
+  uint32_t end;       // its positions in the chunk end here (at most the chunk's end)
+  float* sums;        // per query head (indexed by absolute head): head_dim weighted V sums
+  float* max_score;   // per query head
+  float* weight_sum;  // per query head
+  float* scores;      // scratch: 32 per query head
 };
 
 struct AttentionArgs {
   AttentionToken token[kAttentionTokens];
-  uint32_t tokens;           // 1 to kAttentionTokens
-  uint32_t kv_begin, kv_end; // the KV heads of this job
-  uint32_t group_heads;      // query heads per KV head
+  uint32_t tokens;            // 1 to kAttentionTokens
+  uint32_t kv_begin, kv_end;  // the KV heads of this job
+  uint32_t group_heads;       // query heads per KV head
   uint32_t head_dim;
   KvFormat kv_format;        // how the rows are stored (backend/kv_store.h)
   const std::byte* k_layer;  // this layer's K store: [physical block][32][row]
   const std::byte* v_layer;
-  size_t row_bytes;          // bytes of one row (kv_heads x head_dim values)
-  size_t block_bytes;        // bytes of a physical block (32 rows)
-  const uint32_t* table;     // logical -> physical block; null for identity
-  uint32_t begin;            // the chunk's first position, a multiple of 32
-  float scale;               // 1 / sqrt(head_dim)
-  const float* fp16_table;   // fp16_table(), for Q8_0 row scales
+  size_t row_bytes;         // bytes of one row (kv_heads x head_dim values)
+  size_t block_bytes;       // bytes of a physical block (32 rows)
+  const uint32_t* table;    // logical -> physical block; null for identity
+  uint32_t begin;           // the chunk's first position, a multiple of 32
+  float scale;              // 1 / sqrt(head_dim)
+  const float* fp16_table;  // fp16_table(), for Q8_0 row scales
 };
 
 // The form products with weights of a format take (MatmulArgs), with or without

@@ -54,7 +54,8 @@ void pack_block_groups(const WeightView& view, uint32_t lanes, uint32_t begin, u
       uint8_t* record = destination + (group * blocks + b) * lanes * size;
       std::memcpy(record + 2 * lane, block, 2);  // scale
       if (q8) {
-        for (uint32_t p = 0; p < 16; ++p) std::memcpy(record + 2 * lanes + (p * lanes + lane) * 2, block + 2 + 2 * p, 2);
+        for (uint32_t p = 0; p < 16; ++p)
+          std::memcpy(record + 2 * lanes + (p * lanes + lane) * 2, block + 2 + 2 * p, 2);
       } else {
         std::memcpy(record + 2 * lanes + 2 * lane, block + 2, 2);  // minimum
         for (uint32_t i = 0; i < 4; ++i) std::memcpy(record + 4 * lanes + (i * lanes + lane) * 4, block + 4 + 4 * i, 4);
@@ -95,7 +96,7 @@ Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t l
 }
 
 Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped, ThreadPool& pool,
-                                                          uint32_t lanes) {
+                                                           uint32_t lanes) {
   auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
   packed->views_ = mapped;
   for (LayerWeights& layer : packed->views_.layers)

@@ -23,9 +23,9 @@ class ThreadPool {
   // Calls job(index, size()) once for every index in 0..size()-1, in parallel.
   template <class Job>
   void run(const Job& job) {
-    run_erased([](const void* context, unsigned index, unsigned count) {
-      (*static_cast<const Job*>(context))(index, count);
-    }, &job);
+    run_erased([](const void* context, unsigned index,
+                  unsigned count) { (*static_cast<const Job*>(context))(index, count); },
+               &job);
   }
 
  private:

@@ -20,12 +20,24 @@ const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>
 class Model final : public HostBackendModel {
  public:
   Model(const ModelFile& file, KvFormat kv_format)
-      : HostBackendModel(file.checkpoint(), kv_format), c_(file.checkpoint()), kv_format_(kv_format), w_(file.weights()), checker_(c_.vocab()),
+      : HostBackendModel(file.checkpoint(), kv_format),
+        c_(file.checkpoint()),
+        kv_format_(kv_format),
+        w_(file.weights()),
+        checker_(c_.vocab()),
         x_(c_.hidden),
-        x_norm_(c_.hidden), q_(c_.attention_width()), k_(c_.kv_width()), v_(c_.kv_width()),
-        attention_(c_.attention_width()), projected_(c_.hidden), gate_(c_.ffn), up_(c_.ffn), scores_(c_.context),
+        x_norm_(c_.hidden),
+        q_(c_.attention_width()),
+        k_(c_.kv_width()),
+        v_(c_.kv_width()),
+        attention_(c_.attention_width()),
+        projected_(c_.hidden),
+        gate_(c_.ffn),
+        up_(c_.ffn),
+        scores_(c_.context),
         cos_sin_(c_.head_dim()),
-        keys_(c_.context), values_(c_.context) {}
+        keys_(c_.context),
+        values_(c_.context) {}
 
   std::string name() const override { return "cpu-ref"; }
   Status record_steps(StepRecorder* recorder) override {
@@ -61,31 +73,31 @@ class Model final : public HostBackendModel {
     rope_cos_sin(position, dim, c_.rope_theta, cos_sin_.data());
     for (uint32_t l = 0; l < c_.layers; ++l) {
       const LayerWeights& layer = w_.layers[l];
-      rms_norm(x_.data(), as_f32(layer.attn_norm), c_.hidden, eps, x_norm_.data());        // 1 attention norm
+      rms_norm(x_.data(), as_f32(layer.attn_norm), c_.hidden, eps, x_norm_.data());  // 1 attention norm
       note(ForwardStep::attn_norm, l, position, x_norm_);
-      matvec(layer.attn_q, x_norm_.data(), q_.data());                                     // 2 Q, K, V
+      matvec(layer.attn_q, x_norm_.data(), q_.data());  // 2 Q, K, V
       matvec(layer.attn_k, x_norm_.data(), k_.data());
       matvec(layer.attn_v, x_norm_.data(), v_.data());
-      rms_norm_heads(q_.data(), c_.q_heads, dim, as_f32(layer.attn_q_norm), eps);          // 3 Q/K norm
+      rms_norm_heads(q_.data(), c_.q_heads, dim, as_f32(layer.attn_q_norm), eps);  // 3 Q/K norm
       rms_norm_heads(k_.data(), c_.kv_heads(), dim, as_f32(layer.attn_k_norm), eps);
-      rotate_heads(q_.data(), c_.q_heads, dim, cos_sin_.data());                           // 4 RoPE
+      rotate_heads(q_.data(), c_.q_heads, dim, cos_sin_.data());  // 4 RoPE
       rotate_heads(k_.data(), c_.kv_heads(), dim, cos_sin_.data());
       note(ForwardStep::q_rope, l, position, q_);
       note(ForwardStep::k_rope, l, position, k_);
       store_kv(kv, l, position);
-      attend(kv, l, position);                                                             // 5 attention
+      attend(kv, l, position);  // 5 attention
       note(ForwardStep::attention, l, position, attention_);
-      matvec(layer.attn_output, attention_.data(), projected_.data());                     // 6 output + residual
+      matvec(layer.attn_output, attention_.data(), projected_.data());  // 6 output + residual
       add_in_place(x_.data(), projected_.data(), c_.hidden);
       note(ForwardStep::attn_residual, l, position, x_);
-      rms_norm(x_.data(), as_f32(layer.ffn_norm), c_.hidden, eps, x_norm_.data());         // 7 FFN norm
+      rms_norm(x_.data(), as_f32(layer.ffn_norm), c_.hidden, eps, x_norm_.data());  // 7 FFN norm
       note(ForwardStep::ffn_norm, l, position, x_norm_);
-      matvec(layer.ffn_gate, x_norm_.data(), gate_.data());                                // 8 SiLU-gated FFN
+      matvec(layer.ffn_gate, x_norm_.data(), gate_.data());  // 8 SiLU-gated FFN
       matvec(layer.ffn_up, x_norm_.data(), up_.data());
       silu_mul(gate_.data(), up_.data(), c_.ffn, gate_.data());
       matvec(layer.ffn_down, gate_.data(), projected_.data());
       note(ForwardStep::ffn_out, l, position, projected_);
-      add_in_place(x_.data(), projected_.data(), c_.hidden);                               // 9 residual
+      add_in_place(x_.data(), projected_.data(), c_.hidden);  // 9 residual
       note(ForwardStep::residual, l, position, x_);
     }
   }

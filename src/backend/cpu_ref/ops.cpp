@@ -24,9 +24,7 @@ namespace {
 void widen_block(const WeightView& w, uint64_t row, uint64_t col, float* out) {
   const uint64_t index = row * w.cols + col;
   switch (w.format) {
-    case WeightFormat::f32:
-      std::memcpy(out, w.data + index * 4, kBlockSize * 4);
-      return;
+    case WeightFormat::f32: std::memcpy(out, w.data + index * 4, kBlockSize * 4); return;
     case WeightFormat::bf16: {
       uint16_t bits[kBlockSize];
       std::memcpy(bits, w.data + index * 2, sizeof bits);

@@ -61,8 +61,8 @@ struct BatchInts {
   }
 
   explicit BatchInts(const BatchLayout& batch) {
-    for (const std::vector<int32_t>* part : {&batch.token_ids, &batch.positions, &batch.row_item,
-                                             &batch.table_offset, &batch.logit_rows, &batch.block_tables})
+    for (const std::vector<int32_t>* part : {&batch.token_ids, &batch.positions, &batch.row_item, &batch.table_offset,
+                                             &batch.logit_rows, &batch.block_tables})
       values.insert(values.end(), part->begin(), part->end());
   }
   std::vector<int32_t> values;
@@ -177,8 +177,7 @@ class Model final : public BackendModel {
     KIPP_TRY(checker_.check(items));
     const BatchLayout batch = layout_batch(items, c_.vocab());
     if (batch.rows() > 0) KIPP_TRY(forward(items, batch));
-    for (EvalItem& item : items)
-      session_of(item).set_length(item.start_position + uint32_t(item.tokens.size()));
+    for (EvalItem& item : items) session_of(item).set_length(item.start_position + uint32_t(item.tokens.size()));
     return {};
   }
 
@@ -221,8 +220,8 @@ class Model final : public BackendModel {
     std::vector<uint8_t> staged(total.values + total.scales);
     KIPP_TRY(stack_into_planes(list, stacking, staged.data(), staged.data() + total.values));
     KIPP_ASSIGN(DeviceBuffer buffer, DeviceBuffer::allocate(staged.size(), "model weights"));
-    KIPP_TRY(check(cudaMemcpy(buffer.as<void>(), staged.data(), staged.size(), cudaMemcpyHostToDevice),
-                   "copying weights"));
+    KIPP_TRY(
+        check(cudaMemcpy(buffer.as<void>(), staged.data(), staged.size(), cudaMemcpyHostToDevice), "copying weights"));
     uint32_t rows = 0;
     for (const WeightView* part : list) rows += uint32_t(part->rows);
     const uint8_t* values = buffer.as<const uint8_t>();
@@ -297,8 +296,8 @@ class Model final : public BackendModel {
     KIPP_TRY(std::exchange(recording_error_, Status{}));
     if (logit_rows == 0) return check(cudaStreamSynchronize(stream_), "evaluating the batch");
     const size_t row_bytes = size_t(c_.vocab()) * sizeof(float);
-    KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes,
-                                   cudaMemcpyDeviceToHost, stream_),
+    KIPP_TRY(check(cudaMemcpyAsync(pinned_logits_, a_.logits.as<void>(), logit_rows * row_bytes, cudaMemcpyDeviceToHost,
+                                   stream_),
                    "copying logits back"));
     KIPP_TRY(check(cudaStreamSynchronize(stream_), "evaluating the batch"));
     for (uint32_t r = 0; r < logit_rows; ++r)
@@ -316,8 +315,14 @@ class Model final : public BackendModel {
     const float eps = c_.rms_norm_eps();
     embed_rows(embedding_, d_ints + at.ids, rows, c_.hidden, x, stream_);
     note(ForwardStep::embedding, 0, x, c_.hidden, c_.hidden, rows);
-    PagedKv kv{d_ints + at.positions, d_ints + at.row_item, d_ints + at.table_offset, d_ints + at.tables,
-               a_.stores.as<const KvStoreView>(), 0, c_.kv_heads(), c_.head_dim()};
+    PagedKv kv{d_ints + at.positions,
+               d_ints + at.row_item,
+               d_ints + at.table_offset,
+               d_ints + at.tables,
+               a_.stores.as<const KvStoreView>(),
+               0,
+               c_.kv_heads(),
+               c_.head_dim()};
     const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads(), c_.head_dim()};
     for (uint32_t l = 0; l < layers_.size(); ++l) {
       const DeviceLayer& layer = layers_[l];
@@ -351,9 +356,9 @@ class Model final : public BackendModel {
   void note(ForwardStep step, uint32_t layer, const float* rows, uint32_t width, uint32_t stride, uint32_t count) {
     if (!recording_ || !recording_error_) return;
     std::vector<float> host(size_t(count) * stride);
-    recording_error_ = check(cudaMemcpyAsync(host.data(), rows, host.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                                             stream_),
-                             "copying a step back");
+    recording_error_ =
+        check(cudaMemcpyAsync(host.data(), rows, host.size() * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+              "copying a step back");
     if (recording_error_) recording_error_ = check(cudaStreamSynchronize(stream_), "copying a step back");
     if (!recording_error_) return;
     const bool logits = step == ForwardStep::logits;

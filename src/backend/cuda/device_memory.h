@@ -57,8 +57,8 @@ class DeviceBuffer {
     DeviceBuffer buffer;
     // Result<DeviceBuffer>(std::move(...)) spelled out: nvcc's front end does not move implicitly here.
     if (bytes == 0) return Result<DeviceBuffer>(std::move(buffer));
-    if (auto ok = check(cudaMalloc(&buffer.data_, bytes), ("allocating " + std::to_string(bytes >> 20) +
-                                                             " MiB for " + what).c_str());
+    if (auto ok = check(cudaMalloc(&buffer.data_, bytes),
+                        ("allocating " + std::to_string(bytes >> 20) + " MiB for " + what).c_str());
         !ok)
       return ok.error();
     buffer.bytes_ = bytes;

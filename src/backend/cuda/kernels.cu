@@ -12,7 +12,7 @@ namespace kipp::cuda {
 namespace {
 
 constexpr uint32_t kWarp = 32;
-constexpr uint32_t kMatmulTokens = 8;    // batch rows a warp carries per pass over a weight row (warp_sum_8)
+constexpr uint32_t kMatmulTokens = 8;  // batch rows a warp carries per pass over a weight row (warp_sum_8)
 constexpr uint32_t kWarpsPerBlock = 8;
 constexpr uint32_t kHeadValuesPerLane = 4;  // head_dim 128 over 32 lanes
 // Small products split each weight row over up to 8 warps until a launch has this many blocks (about
@@ -109,9 +109,8 @@ __global__ void embed_kernel(DeviceWeight table, const int32_t* ids, uint32_t ro
   if (i >= uint64_t(rows) * width) return;
   const uint32_t r = uint32_t(i / width), c = uint32_t(i % width);
   const uint64_t at = uint64_t(ids[r]) * width + c;
-  out[i] = table.format == WeightFormat::q8_0
-               ? fp16_value(table.scales[at / 32]) * float(int8_t(table.data[at]))
-               : bf16_value(reinterpret_cast<const uint16_t*>(table.data)[at]);
+  out[i] = table.format == WeightFormat::q8_0 ? fp16_value(table.scales[at / 32]) * float(int8_t(table.data[at]))
+                                              : bf16_value(reinterpret_cast<const uint16_t*>(table.data)[at]);
 }
 
 __global__ void gather_kernel(const float* x, const int32_t* rows, uint32_t count, uint32_t width, float* out) {
@@ -349,8 +348,8 @@ __global__ void prepare_heads_kernel(QkvRows qkv, uint32_t rows, const float* q_
   const int32_t item = kv.row_item[row];
   const KvStoreView store = kv.stores[item];
   const int32_t block = kv.tables[kv.table_offset[item] + position / 32];
-  uint16_t* target = (is_key ? store.k : store.v) + kv_offset(kv, store, block, uint32_t(position % 32)) +
-                     kv_head * head_dim;
+  uint16_t* target =
+      (is_key ? store.k : store.v) + kv_offset(kv, store, block, uint32_t(position % 32)) + kv_head * head_dim;
   for (uint32_t i = lane; i < head_dim; i += kWarp) target[i] = __bfloat16_as_ushort(__float2bfloat16_rn(head[i]));
 }
 
@@ -423,7 +422,7 @@ __global__ void attend_kernel(QkvRows qkv, uint32_t rows, PagedKv kv, uint32_t s
     }
     const float new_max = fmaxf(state.max, warp_max(score));
     const float correction = expf(state.max - new_max);  // 0 before the first block
-    const float weight = expf(score - new_max);           // 0 past the piece's end
+    const float weight = expf(score - new_max);          // 0 past the piece's end
     state.normalizer = state.normalizer * correction + warp_sum(weight);
     state.max = new_max;
     weights[slot][lane] = weight;
@@ -514,10 +513,8 @@ void launch_matvec(const DeviceWeight& w, const float* x, const float* norm_weig
   const unsigned threads = kWarpsPerBlock * kWarp;
   for_format(w.format, [&](auto format) {
     constexpr WeightFormat F = decltype(format)::value;
-    if (norm_weight)
-      launch(matvec_kernel<F, true>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
-    else
-      launch(matvec_kernel<F, false>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
+    if (norm_weight) launch(matvec_kernel<F, true>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
+    else launch(matvec_kernel<F, false>, grid, threads, s, w, x, norm_weight, eps, rows, parts, y, write);
   });
 }
 

@@ -33,9 +33,7 @@ void split_into_planes(const WeightView& part, uint8_t* values, uint8_t* scales)
   const uint64_t blocks = part.rows * (part.cols / kBlockSize);
   switch (part.format) {
     case WeightFormat::f32:
-    case WeightFormat::bf16:
-      std::memcpy(values, part.data, part.bytes);
-      return;
+    case WeightFormat::bf16: std::memcpy(values, part.data, part.bytes); return;
     case WeightFormat::q8_0: {
       const auto* from = reinterpret_cast<const BlockQ8_0*>(part.data);
       for (uint64_t b = 0; b < blocks; ++b) {

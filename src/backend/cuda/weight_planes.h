@@ -41,7 +41,6 @@ enum class Stacking {
 
 // Writes `parts` in device layout, stacked as `stacking` says, into `values` and `scales` (sized by
 // stacked_plane_bytes).
-Status stack_into_planes(std::span<const WeightView* const> parts, Stacking stacking, uint8_t* values,
-                         uint8_t* scales);
+Status stack_into_planes(std::span<const WeightView* const> parts, Stacking stacking, uint8_t* values, uint8_t* scales);
 
 }  // namespace kipp::cuda

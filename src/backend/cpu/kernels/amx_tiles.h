@@ -27,8 +27,8 @@ size_t plane_block(uint32_t t, uint64_t blocks, uint64_t b) { return (t / kAmxTo
 // row q holds columns 4q..4q + 3 of each row, that is the record's column pairs 2q and 2q + 1
 // interleaved two bytes at a time.
 const uint8_t* tile_weights(Q8_0ByInt16, const uint8_t* rec, uint8_t* staged) {
-  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
-                                              22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+                                              6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
   for (int q = 0; q < kBlock / 4; ++q) {
     const __m512i pairs = _mm512_loadu_si512(rec + 2 * kLanes + q * 4 * kLanes);
     _mm512_store_si512(staged + q * 64, _mm512_permutexvar_epi16(interleave, pairs));
@@ -59,9 +59,12 @@ struct alignas(64) TileConfig {
   uint16_t bytes_per_row[16];
   uint8_t rows[16];
 };
-constexpr TileConfig kTileConfig = {
-    1, 0, {}, {32, 32, 64, 64, 64, 64, 64, 64}, {kAmxTokens, kAmxTokens, kBlock / 4, kBlock / 4, kAmxTokens,
-                                                 kAmxTokens, kAmxTokens, kAmxTokens}};
+constexpr TileConfig kTileConfig = {1,
+                                    0,
+                                    {},
+                                    {32, 32, 64, 64, 64, 64, 64, 64},
+                                    {kAmxTokens, kAmxTokens, kBlock / 4, kBlock / 4, kAmxTokens, kAmxTokens, kAmxTokens,
+                                     kAmxTokens}};
 
 // The tile registers' shapes, for the products of one matmul call, and their release after it.
 void configure_tiles() { _tile_loadconfig(&kTileConfig); }
@@ -72,13 +75,13 @@ typedef int32_t BlockSums[2][kAmxTokens][kLanes];
 
 // Block b's sums into `sums`, through the tiles of parity P. (GCC's tile intrinsics paste their
 // tile numbers into assembly text, so each parity spells its numbers out.)
-#define KIPP_MULTIPLY_BLOCK(weight_tile, low_tile, high_tile)             \
-  _tile_loadd(weight_tile, weights, 64);                                  \
-  _tile_zero(low_tile);                                                   \
-  _tile_zero(high_tile);                                                  \
-  _tile_dpbusd(low_tile, 0, weight_tile);                                 \
-  _tile_dpbssd(high_tile, 1, weight_tile);                                \
-  _tile_stored(low_tile, sums[0], 64);                                    \
+#define KIPP_MULTIPLY_BLOCK(weight_tile, low_tile, high_tile) \
+  _tile_loadd(weight_tile, weights, 64);                      \
+  _tile_zero(low_tile);                                       \
+  _tile_zero(high_tile);                                      \
+  _tile_dpbusd(low_tile, 0, weight_tile);                     \
+  _tile_dpbssd(high_tile, 1, weight_tile);                    \
+  _tile_stored(low_tile, sums[0], 64);                        \
   _tile_stored(high_tile, sums[1], 64);
 
 template <int P>
@@ -95,8 +98,8 @@ void multiply_block(const uint8_t* planes, const uint8_t* weights, BlockSums& su
 
 // low + 256 high for each token, folded into its accumulator as the vector tiles fold a block.
 template <class Product>
-void fold_block(vf (&acc)[kAmxTokens], const BlockSums& sums, const uint8_t* rec, const MatmulArgs& a,
-                uint32_t token0, uint64_t b) {
+void fold_block(vf (&acc)[kAmxTokens], const BlockSums& sums, const uint8_t* rec, const MatmulArgs& a, uint32_t token0,
+                uint64_t b) {
   for (int t = 0; t < kAmxTokens; ++t) {
     vi32 low, high;
     __builtin_memcpy(&low, sums[0][t], sizeof low);
@@ -132,8 +135,7 @@ void product_tile_amx(const MatmulArgs& a, uint32_t row0, uint32_t token0) {
   }
   fold_block<Product>(acc, sums[(blocks - 1) % 2], record<Product::kFormat>(a, row0, blocks - 1), a, token0,
                       blocks - 1);
-  for (int t = 0; t < kAmxTokens; ++t)
-    store_f32(a.out[token0 + t] + row0, Product::finish(acc[t], a, token0 + t));
+  for (int t = 0; t < kAmxTokens; ++t) store_f32(a.out[token0 + t] + row0, Product::finish(acc[t], a, token0 + t));
 }
 
 template <class Product>

@@ -16,8 +16,8 @@ constexpr int kTileTokens = KIPP_TILE_TOKENS;
 constexpr int kTilePanels = KIPP_TILE_PANELS;
 constexpr int kPanelTokens = KIPP_PANEL_TOKENS;
 constexpr int kPanelVecs = int(kPanelRows) / kLanes;  // vectors of one panel column
-constexpr int kBlock = 32;               // weights per quantization block
-constexpr int kVecs = kBlock / kLanes;   // vectors per block
+constexpr int kBlock = 32;                            // weights per quantization block
+constexpr int kVecs = kBlock / kLanes;                // vectors per block
 
 typedef float vf __attribute__((vector_size(4 * kLanes)));
 typedef uint32_t vu32 __attribute__((vector_size(4 * kLanes)));
@@ -210,7 +210,6 @@ void clear(V (&acc)[R][T]) {
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) acc[r][t] = V{};
 }
-
 
 // kLanes int8 values, widened exactly to FP32.
 vf widen_i8(const int8_t* q) {
