@@ -18,7 +18,6 @@
 #pragma once
 
 #include <string_view>
-#include <variant>
 
 #include "server/api_request.h"
 

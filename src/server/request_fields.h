@@ -6,7 +6,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>

@@ -5,7 +5,6 @@
 // chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked.
 #include <cstdint>
 #include <string_view>
-#include <variant>
 
 #include "chat/chat_template.h"
 #include "fuzz_support.h"
