@@ -70,24 +70,24 @@ std::vector<uint8_t> random_blocks(WeightFormat format, uint32_t rows, uint32_t 
 }
 
 // A kRows x cols matrix of random weights: its ggml blocks (what twins read) and its copy packed
-// for kernels with `lanes`-float vectors (what the view points at; null if packing failed).
+// for kernels with `lanes`-float vectors (what `view` describes; null if packing failed).
 struct RandomMatrix {
   std::vector<uint8_t> blocks;
   std::unique_ptr<uint8_t[]> packed;
-  WeightView view;
+  cpu::PackedMatrix view;
 };
 
 RandomMatrix random_packed(WeightFormat format, uint32_t cols, uint32_t lanes, std::mt19937& rng) {
   RandomMatrix m{random_blocks(format, kRows, cols, rng), nullptr, {}};
-  m.view = WeightView{m.blocks.data(), format, kRows, cols, m.blocks.size()};
+  const WeightView mapped{m.blocks.data(), format, kRows, cols, m.blocks.size()};
   cpu::ThreadPool pool(1);
-  auto packed = cpu::pack_matrix(m.view, pool, lanes);
+  auto packed = cpu::pack_matrix(mapped, pool, lanes);
   if (!packed.ok()) {
     ADD_FAILURE() << packed.error().message;
     return m;
   }
   m.packed = std::move(packed).value();
-  m.view.data = m.packed.get();
+  m.view = cpu::packed_as(mapped, m.packed.get());
   return m;
 }
 
@@ -150,7 +150,7 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
   const RandomMatrix matrix = random_packed(format, cols, kernels.lanes, rng);
   ASSERT_TRUE(matrix.packed);
   const std::vector<uint8_t>& weights = matrix.blocks;
-  const WeightView& view = matrix.view;
+  const cpu::PackedMatrix& view = matrix.view;
 
   // Up to 13 tokens: every set's full vector token tiles and every tail count; then 16, 19, 32
   // and 37, the amx set's tiles of 16 tokens with and without vector tiles after them.
@@ -244,7 +244,7 @@ TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
       std::mt19937 rng(cols * 13 + uint32_t(format));
       const RandomMatrix matrix = random_packed(format, cols, tiles.lanes, rng);
       ASSERT_TRUE(matrix.packed);
-      const WeightView& view = matrix.view;
+      const cpu::PackedMatrix& view = matrix.view;
       std::normal_distribution<float> normal(0.0f, 1.0f);
       std::vector<float> x(size_t(kTokens) * cols);
       for (float& v : x) v = normal(rng);
@@ -329,8 +329,7 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
   cpu::ThreadPool pool(1);
   auto packed = cpu::pack_matrix(plain, pool, kernels.lanes);
   ASSERT_TRUE(packed.ok()) << packed.error().message;
-  WeightView view = plain;
-  view.data = packed.value().get();
+  const cpu::PackedMatrix view = cpu::packed_as(plain, packed.value().get());
 
   constexpr uint32_t kTokens = 13;
   std::normal_distribution<float> unit(0.0f, 1.0f);

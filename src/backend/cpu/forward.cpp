@@ -63,7 +63,7 @@ struct Activations {
     }
   }
   // The MatmulArgs of a product of `weight`, reading the first `tokens` rows in `form`, written to `out`.
-  MatmulArgs times(const WeightView& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
+  MatmulArgs times(const PackedMatrix& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
     return {&weight,
             form,
             values.data(),
@@ -106,8 +106,8 @@ class Model final : public HostBackendModel {
         c_(file.checkpoint()),
         pool_owner_(std::move(pool)),
         pool_(*pool_owner_),
+        mapped_(file.weights()),
         packed_(std::move(packed)),
-        w_(packed_->weights()),
         kernels_(kernels),
         int8_activations_(options.int8_activations),
         kv_format_(options.kv_cache),
@@ -165,7 +165,7 @@ class Model final : public HostBackendModel {
  private:
   uint32_t batch_size() const { return uint32_t(batch_.size()); }
   // The activations products with `weight` take.
-  ActivationForm form(const WeightView& weight) const { return activation_form(weight.format, int8_activations_); }
+  ActivationForm form(const PackedMatrix& weight) const { return activation_form(weight.format, int8_activations_); }
 
   // Every token of the batch through every layer, then logits for the tokens that want them.
   void run_pass() {
@@ -175,48 +175,49 @@ class Model final : public HostBackendModel {
       cpu_ref::rope_cos_sin(batch_[t].position, c_.head_dim(), c_.rope_theta, rope_.row(t));
     }
     note(ForwardStep::embedding, 0, x_);
-    for (uint32_t l = 0; l < c_.layers; ++l) layer(l, w_.layers[l]);
+    for (uint32_t l = 0; l < c_.layers; ++l) layer(l, mapped_.layers[l], packed_->layers()[l]);
     output_logits();
     batch_.clear();
   }
 
-  // The nine steps of one layer, each over the whole batch. Every input of a product is quantized
-  // for it (if its weights take quantized activations) right where it is made.
-  void layer(uint32_t l, const LayerWeights& w) {
+  // The nine steps of one layer, each over the whole batch: the norms read the mapped weights `w`,
+  // the products the packed ones `p`. Every input of a product is quantized for it (if its
+  // weights take quantized activations) right where it is made.
+  void layer(uint32_t l, const LayerWeights& w, const PackedLayer& p) {
     const float eps = c_.rms_norm_eps();
     for_tokens([&](uint32_t t) {
       cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));  // 1 attention norm
-      quantize_for(x_norm_, t, {&w.attn_q, &w.attn_k, &w.attn_v});
+      quantize_for(x_norm_, t, {&p.attn_q, &p.attn_k, &p.attn_v});
     });
     note(ForwardStep::attn_norm, l, x_norm_);
-    matmuls({{&w.attn_q, &x_norm_, &q_}, {&w.attn_k, &x_norm_, &k_new_}, {&w.attn_v, &x_norm_, &v_new_}});  // 2 Q, K, V
+    matmuls({{&p.attn_q, &x_norm_, &q_}, {&p.attn_k, &x_norm_, &k_new_}, {&p.attn_v, &x_norm_, &v_new_}});  // 2 Q, K, V
     for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });  // 3 Q/K norm, 4 RoPE
     note(ForwardStep::q_rope, l, q_);
     note(ForwardStep::k_rope, l, k_new_);
     attend(l);  // 5 attention
     note(ForwardStep::attention, l, attention_);
-    for_tokens([&](uint32_t t) { quantize_for(attention_, t, {&w.attn_output}); });
-    matmuls({{&w.attn_output, &attention_, &projected_}});  // 6 output + residual
+    for_tokens([&](uint32_t t) { quantize_for(attention_, t, {&p.attn_output}); });
+    matmuls({{&p.attn_output, &attention_, &projected_}});  // 6 output + residual
     for_tokens([&](uint32_t t) {
       cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden);
       cpu_ref::rms_norm(x_.row(t), as_f32(w.ffn_norm), c_.hidden, eps, x_norm_.row(t));  // 7 FFN norm
-      quantize_for(x_norm_, t, {&w.ffn_gate, &w.ffn_up});
+      quantize_for(x_norm_, t, {&p.ffn_gate, &p.ffn_up});
     });
     note(ForwardStep::attn_residual, l, x_);
     note(ForwardStep::ffn_norm, l, x_norm_);
-    gated_ffn_up(w);  // 8 SiLU-gated FFN
-    for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&w.ffn_down}); });
-    matmuls({{&w.ffn_down, &gate_, &projected_}});
+    gated_ffn_up(p);  // 8 SiLU-gated FFN
+    for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&p.ffn_down}); });
+    matmuls({{&p.ffn_down, &gate_, &projected_}});
     note(ForwardStep::ffn_out, l, projected_);
     for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });  // 9 residual
     note(ForwardStep::residual, l, x_);
   }
 
   // Row t of `in` in the forms the products with `weights` read.
-  void quantize_for(Activations& in, uint32_t t, std::initializer_list<const WeightView*> weights) const {
+  void quantize_for(Activations& in, uint32_t t, std::initializer_list<const PackedMatrix*> weights) const {
     ActivationForm forms[4];
     size_t count = 0;
-    for (const WeightView* weight : weights) forms[count++] = form(*weight);
+    for (const PackedMatrix* weight : weights) forms[count++] = form(*weight);
     in.quantize_row(t, std::span(forms, count), kernels_);
   }
 
@@ -252,7 +253,7 @@ class Model final : public HostBackendModel {
   }
 
   struct Product {
-    const WeightView* weight;
+    const PackedMatrix* weight;
     Activations* in;
     Activations* out;
   };
@@ -275,7 +276,7 @@ class Model final : public HostBackendModel {
   }
 
   // gate and up for each thread's rows, then silu(gate) * up on those same rows.
-  void gated_ffn_up(const LayerWeights& w) {
+  void gated_ffn_up(const PackedLayer& w) {
     const uint32_t n = batch_size();
     pool_.run([&](unsigned index, unsigned count) {
       const Range rows = split(c_.ffn, index, count, 16);
@@ -293,25 +294,26 @@ class Model final : public HostBackendModel {
     uint32_t rows = 0;
     for (const BatchToken& token : batch_) {
       if (!token.logits) continue;
-      cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(w_.output_norm), c_.hidden, c_.rms_norm_eps(),
-                        x_norm_.row(rows));
+      cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(mapped_.output_norm), c_.hidden,
+                        c_.rms_norm_eps(), x_norm_.row(rows));
       if (recorder_)
         recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
-      quantize_for(x_norm_, rows, {&w_.lm_head});
+      quantize_for(x_norm_, rows, {&packed_->lm_head()});
       logit_rows_[rows++] = token.logits;
     }
     if (rows == 0) return;
     pool_.run([&](unsigned index, unsigned count) {
       const Range range = split(c_.vocab(), index, count, 16);
       if (range.begin == range.end) return;
-      run_rows(x_norm_.times(w_.lm_head, form(w_.lm_head), rows, logit_rows_.data()), range);
+      const PackedMatrix& head = packed_->lm_head();
+      run_rows(x_norm_.times(head, form(head), rows, logit_rows_.data()), range);
     });
     if (!recorder_) return;
     for (const BatchToken& token : batch_)
       if (token.logits) recorder_->record(ForwardStep::logits, 0, token.position, std::span(token.logits, c_.vocab()));
   }
 
-  void widen_embedding(uint32_t token, float* out) const { cpu_ref::widen_row(w_.token_embedding, token, out); }
+  void widen_embedding(uint32_t token, float* out) const { cpu_ref::widen_row(mapped_.token_embedding, token, out); }
 
   template <class PerToken>
   void for_tokens(const PerToken& per_token) {
@@ -325,8 +327,8 @@ class Model final : public HostBackendModel {
   const Checkpoint& c_;
   std::unique_ptr<ThreadPool> pool_owner_;
   ThreadPool& pool_;
-  std::unique_ptr<PackedWeights> packed_;
-  const ModelWeights& w_;  // the packed projections; the token embedding still mapped
+  const ModelWeights& mapped_;             // the artifact's layout: norms and the token embedding are read here
+  std::unique_ptr<PackedWeights> packed_;  // the projections and the output head, as the kernels read them
   const Kernels& kernels_;
   const bool int8_activations_;
   const KvFormat kv_format_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/packed_weights.h"
 #include "backend/kv_format.h"
 #include "model/weights.h"
 
@@ -27,9 +28,9 @@ namespace kipp::cpu {
 enum class ActivationForm { f32, int16, int8_blocks };
 
 // out[t][r] = sum_c W[r][c] * x[t][c] for tokens t < tokens and rows row_begin <= r < row_end.
-// W is packed (packed_weights.h); row_begin and row_end are multiples of kPanelRows.
+// W is packed (PackedMatrix); row_begin and row_end are multiples of kPanelRows.
 struct MatmulArgs {
-  const WeightView* weight;
+  const PackedMatrix* weight;
   ActivationForm form;             // what the product reads: x, or one of the quantized forms below
   const float* x;                  // tokens rows of weight->cols values, x_stride apart
   const int16_t* x_int16;          // int16: the same rows, x_stride apart

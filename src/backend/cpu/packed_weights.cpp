@@ -86,24 +86,31 @@ Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPoo
   return packed;
 }
 
-Status PackedWeights::pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes) {
-  KIPP_ASSIGN(std::unique_ptr<uint8_t[]> packed, cpu::pack_matrix(view, pool, lanes));
-  release_pages(view.data, view.bytes);
-  view.data = packed.get();
-  bytes_ += view.bytes;
+Result<PackedMatrix> PackedWeights::pack_one(const WeightView& mapped, ThreadPool& pool, uint32_t lanes) {
+  KIPP_ASSIGN(std::unique_ptr<uint8_t[]> packed, cpu::pack_matrix(mapped, pool, lanes));
+  release_pages(mapped.data, mapped.bytes);
+  const PackedMatrix matrix = packed_as(mapped, packed.get());
+  bytes_ += mapped.bytes;
   buffers_.push_back(std::move(packed));
-  return {};
+  return matrix;
 }
 
 Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped, ThreadPool& pool,
                                                            uint32_t lanes) {
   auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
-  packed->views_ = mapped;
-  for (LayerWeights& layer : packed->views_.layers)
-    for (WeightView* view : {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_gate,
-                             &layer.ffn_up, &layer.ffn_down})
-      KIPP_TRY(packed->pack_matrix(*view, pool, lanes));
-  KIPP_TRY(packed->pack_matrix(packed->views_.lm_head, pool, lanes));
+  for (const LayerWeights& layer : mapped.layers) {
+    PackedLayer& out = packed->layers_.emplace_back();
+    for (auto [from, to] : {std::pair{&layer.attn_q, &out.attn_q},
+                            {&layer.attn_k, &out.attn_k},
+                            {&layer.attn_v, &out.attn_v},
+                            {&layer.attn_output, &out.attn_output},
+                            {&layer.ffn_gate, &out.ffn_gate},
+                            {&layer.ffn_up, &out.ffn_up},
+                            {&layer.ffn_down, &out.ffn_down}}) {
+      KIPP_ASSIGN(*to, packed->pack_one(*from, pool, lanes));
+    }
+  }
+  KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, lanes));
   return packed;
 }
 

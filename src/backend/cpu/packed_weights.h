@@ -39,24 +39,46 @@ inline bool packs_in_panels(WeightFormat format) { return format == WeightFormat
 // Bytes of one 32-weight block in a format.
 uint32_t block_bytes(WeightFormat format);
 
+// One matrix in a kernel set's layout (above): what Kernels::matmul reads. A WeightView is always
+// the artifact's own layout; this is the same matrix (format and shape) with its bytes reordered.
+struct PackedMatrix {
+  const uint8_t* data = nullptr;  // owned by whoever packed it (PackedWeights)
+  WeightFormat format = WeightFormat::f32;
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+};
+
 // One matrix in the layout of a kernel set with vectors of `lanes` floats, copied with every
 // thread of `pool`.
 Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, uint32_t lanes);
 
+// The matrix `mapped` describes, as laid out in `packed` (pack_matrix's copy of it).
+inline PackedMatrix packed_as(const WeightView& mapped, const uint8_t* packed) {
+  return {packed, mapped.format, mapped.rows, mapped.cols};
+}
+
+// A layer's projections, packed; its norm gains stay in the mapped LayerWeights.
+struct PackedLayer {
+  PackedMatrix attn_q, attn_k, attn_v, attn_output;
+  PackedMatrix ffn_gate, ffn_up, ffn_down;
+};
+
 class PackedWeights {
  public:
   // Copies with every thread of `pool`, each taking its share of each matrix's row groups, for a
-  // kernel set with vectors of `lanes` floats (BF16 interleave, Q8_0/Q4_1 row groups).
+  // kernel set with vectors of `lanes` floats (BF16 interleave, Q8_0/Q4_1 row groups). Each
+  // matrix's mapped pages are released once it is copied.
   static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped, ThreadPool& pool, uint32_t lanes);
 
-  // Every view of `mapped`, the projections and output head pointing at the packed copies.
-  const ModelWeights& weights() const { return views_; }
+  const std::vector<PackedLayer>& layers() const { return layers_; }
+  const PackedMatrix& lm_head() const { return lm_head_; }
   uint64_t bytes() const { return bytes_; }
 
  private:
-  Status pack_matrix(WeightView& view, ThreadPool& pool, uint32_t lanes);
+  Result<PackedMatrix> pack_one(const WeightView& mapped, ThreadPool& pool, uint32_t lanes);
 
-  ModelWeights views_;
+  std::vector<PackedLayer> layers_;
+  PackedMatrix lm_head_;
   std::vector<std::unique_ptr<uint8_t[]>> buffers_;
   uint64_t bytes_ = 0;
 };
