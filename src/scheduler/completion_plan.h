@@ -59,7 +59,8 @@ struct CompletionRefusal {
 
 // The scheduler's work for `ask` (without its prompt and callbacks), or why it cannot be served.
 // max_tokens defaults to 16 for a raw completion (OpenAI's default) and, for chat, to the rest of
-// the context or of the KV pool when that is smaller (a request must fit the pool to be admitted).
+// the context or of the KV pool when that is smaller (a request must fit the pool to be admitted);
+// Anthropic's API always sets it.
 Result<CompletionRequest, CompletionRefusal> plan_completion(const CompletionAsk& ask, const ServingLimits& limits);
 
 }  // namespace kipp

@@ -48,15 +48,13 @@ ApiResult<std::string> text_of(const Json& content, const std::string& where) {
   if (!content.is_array()) return field_error(where, "must be a string or an array of text blocks");
   std::string joined;
   for (size_t i = 0; i < content.size(); ++i) {
-    auto type = block_type(content[i], at(where, i));
-    if (!type.ok()) return type.error();
-    if (type.value() != "text")
+    KIPP_ASSIGN(auto type, block_type(content[i], at(where, i)));
+    if (type != "text")
       return field_error(at(where, i),
-                         "blocks of type '" + type.value() + "' are not supported here (these checkpoints read text)");
-    auto text = block_text(content[i], at(where, i));
-    if (!text.ok()) return text.error();
+                         "blocks of type '" + type + "' are not supported here (these checkpoints read text)");
+    KIPP_ASSIGN(auto text, block_text(content[i], at(where, i)));
     if (i > 0) joined += '\n';
-    joined += text.value();
+    joined += text;
   }
   return joined;
 }
@@ -98,13 +96,9 @@ class Reader {
     } else if (key == "messages") {
       return read_messages(value);
     } else if (key == "system") {
-      auto text = text_of(value, "system");
-      if (!text.ok()) return text.error();
-      system_ = std::move(text.value());
+      KIPP_ASSIGN(system_, text_of(value, "system"));
     } else if (key == "stop_sequences") {
-      auto stops = stop_strings(value, key, limits_.max_stop_strings, limits_.max_stop_bytes, false);
-      if (!stops.ok()) return stops.error();
-      out_.stop = std::move(stops.value());
+      KIPP_ASSIGN(out_.stop, stop_strings(value, key, limits_.max_stop_strings, limits_.max_stop_bytes, false));
     } else if (key == "temperature") {
       return assign_real(key, value, 0, 1, false, out_.temperature);
     } else if (key == "top_p") {
@@ -169,13 +163,10 @@ class Reader {
     };
     for (size_t j = 0; j < content.size(); ++j) {
       const std::string here = at(where, j);
-      auto type = block_type(content[j], here);
-      if (!type.ok()) return type.error();
-      const std::string& kind = type.value();
+      KIPP_ASSIGN(const std::string kind, block_type(content[j], here));
       if (kind == "text") {
-        auto piece = block_text(content[j], here);
-        if (!piece.ok()) return piece.error();
-        text = text ? *text + "\n" + piece.value() : piece.value();
+        KIPP_ASSIGN(auto piece, block_text(content[j], here));
+        text = text ? *text + "\n" + piece : piece;
       } else if (kind == "tool_result") {
         const Json& block = content[j];
         if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string())
@@ -185,9 +176,7 @@ class Reader {
                                                         "' names no tool_use block of an earlier assistant turn");
         std::string result;
         if (block.contains("content") && !block["content"].is_null()) {
-          auto read = text_of(block["content"], here + ".content");
-          if (!read.ok()) return read.error();
-          result = std::move(read.value());
+          KIPP_ASSIGN(result, text_of(block["content"], here + ".content"));
         }
         flush();
         out_.messages.push_back({"tool", std::move(result), {}, {}});
@@ -214,15 +203,12 @@ class Reader {
     bool has_text = false;
     for (size_t j = 0; j < content.size(); ++j) {
       const std::string here = at(where, j);
-      auto type = block_type(content[j], here);
-      if (!type.ok()) return type.error();
-      const std::string& kind = type.value();
+      KIPP_ASSIGN(const std::string kind, block_type(content[j], here));
       const Json& block = content[j];
       if (kind == "text") {
-        auto piece = block_text(block, here);
-        if (!piece.ok()) return piece.error();
+        KIPP_ASSIGN(auto piece, block_text(block, here));
         if (has_text) message.content += '\n';
-        message.content += piece.value();
+        message.content += piece;
         has_text = true;
       } else if (kind == "thinking") {
         if (!block.contains("thinking") || !block["thinking"].is_string())
@@ -338,9 +324,8 @@ class Reader {
       if (!value.contains("budget_tokens"))
         return field_error("thinking.budget_tokens", "is required with type enabled");
       KIPP_TRY(claim_budget("thinking.budget_tokens"));
-      auto budget = whole_number(value["budget_tokens"], "thinking.budget_tokens", 0, INT32_MAX);
-      if (!budget.ok()) return budget.error();
-      out_.thinking_budget = uint32_t(budget.value());
+      KIPP_ASSIGN(auto budget, whole_number(value["budget_tokens"], "thinking.budget_tokens", 0, INT32_MAX));
+      out_.thinking_budget = uint32_t(budget);
       out_.enable_thinking = true;
       thinking_enabled_ = true;
     } else if (kind == "disabled") {
@@ -396,11 +381,10 @@ class Reader {
 }  // namespace
 
 ApiResult<ApiRequest> read_anthropic_request(std::string_view body, const ApiLimits& limits, bool count_tokens) {
-  auto json = parse_request_json(body, limits);
-  if (!json.ok()) return json.error();
+  KIPP_ASSIGN(auto json, parse_request_json(body, limits));
   ApiRequest request;
   request.endpoint = Endpoint::messages;
-  KIPP_TRY(Reader(limits, count_tokens, request).read(json.value()));
+  KIPP_TRY(Reader(limits, count_tokens, request).read(json));
   return request;
 }
 

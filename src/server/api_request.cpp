@@ -210,17 +210,14 @@ class Reader {
       if (ec != std::errc() || end != key.data() + key.size() || key.empty() || id >= limits_.vocab)
         return field_error("logit_bias",
                            "key \"" + key + "\" is not a token id below " + std::to_string(limits_.vocab));
-      auto number = real_number(bias, "logit_bias", -100, 100);
-      if (!number.ok()) return number.error();
-      out_.logit_bias.push_back({uint32_t(id), number.value()});
+      KIPP_ASSIGN(auto number, real_number(bias, "logit_bias", -100, 100));
+      out_.logit_bias.push_back({uint32_t(id), number});
     }
     return {};
   }
 
   ApiStatus read_stop(const Json& value) {
-    auto stops = stop_strings(value, "stop", limits_.max_stop_strings, limits_.max_stop_bytes, true);
-    if (!stops.ok()) return stops.error();
-    out_.stop = std::move(stops.value());
+    KIPP_ASSIGN(out_.stop, stop_strings(value, "stop", limits_.max_stop_strings, limits_.max_stop_bytes, true));
     return {};
   }
 
@@ -413,9 +410,7 @@ ApiStatus force_tool_call(ApiRequest& request) {
   if (!forced) return field_error(field, forced.error().message);
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
-  auto compiled = schema_output(field, forced->schema, forced->strict);
-  if (!compiled.ok()) return compiled.error();
-  request.structured = std::move(compiled.value());
+  KIPP_ASSIGN(request.structured, schema_output(field, forced->schema, forced->strict));
   request.structured->tool_call = true;
   return {};
 }
@@ -426,9 +421,7 @@ bool has_constraints(const ApiRequest& request) { return request.constraint || f
 
 ApiStatus compile_constraints(ApiRequest& request) {
   if (request.constraint) {
-    auto compiled = source_output(*request.constraint);
-    if (!compiled.ok()) return compiled.error();
-    request.structured = std::move(compiled.value());
+    KIPP_ASSIGN(request.structured, source_output(*request.constraint));
   }
   return forces_call(request.tool_choice) ? force_tool_call(request) : ApiStatus{};
 }
@@ -453,11 +446,10 @@ ApiResult<nlohmann::ordered_json> parse_request_json(std::string_view body, cons
 }
 
 ApiResult<ApiRequest> read_api_request(Endpoint endpoint, std::string_view body, const ApiLimits& limits) {
-  auto json = parse_request_json(body, limits);
-  if (!json.ok()) return json.error();
+  KIPP_ASSIGN(auto json, parse_request_json(body, limits));
   ApiRequest request;
   request.endpoint = endpoint;
-  KIPP_TRY(Reader(endpoint, limits, request).read(json.value()));
+  KIPP_TRY(Reader(endpoint, limits, request).read(json));
   return request;
 }
 

@@ -17,6 +17,19 @@
 namespace kipp::server {
 namespace {
 
+// A refusal of the serving policy as the API's error: the field at fault, and OpenAI's code for a
+// context overflow.
+ApiError refusal_error(const CompletionRefusal& refusal, bool chat) {
+  switch (refusal.reason) {
+    case CompletionRefusal::Reason::prompt_too_long:
+      return {400, refusal.message, chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"};
+    case CompletionRefusal::Reason::answer_too_long:
+      return {400, refusal.message, "max_tokens", "invalid_request_error", "context_length_exceeded"};
+    case CompletionRefusal::Reason::invalid_sampling: break;
+  }
+  return {400, refusal.message, ""};  // the sampling settings: the message names the one out of range
+}
+
 // One prompt's report folded into those of all the prompts of a response: counts add up, times are
 // the longest, the first error stands.
 void add_report(RequestReport& all, const RequestReport& part) {
@@ -324,17 +337,8 @@ ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiReq
   if (tool_tokens_) serving.call_tokens = std::pair{tool_tokens_->open, tool_tokens_->close};
 
   auto planned = plan_completion(ask, serving);
-  if (planned.ok()) return std::move(planned).value();
-  const CompletionRefusal& refusal = planned.error();
-  switch (refusal.reason) {
-    case CompletionRefusal::Reason::prompt_too_long:
-      return ApiError{400, refusal.message, ask.chat ? "messages" : "prompt", "invalid_request_error",
-                      "context_length_exceeded"};
-    case CompletionRefusal::Reason::answer_too_long:
-      return ApiError{400, refusal.message, "max_tokens", "invalid_request_error", "context_length_exceeded"};
-    case CompletionRefusal::Reason::invalid_sampling: break;
-  }
-  return ApiError{400, refusal.message, ""};
+  if (!planned.ok()) return refusal_error(planned.error(), ask.chat);
+  return std::move(planned).value();
 }
 
 void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,

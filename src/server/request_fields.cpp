@@ -44,17 +44,15 @@ ApiResult<float> real_number(const nlohmann::ordered_json& value, const std::str
 
 ApiStatus assign_whole(const std::string& field, const nlohmann::ordered_json& value, int64_t low, int64_t high,
                        const std::function<void(int64_t)>& assign) {
-  auto number = whole_number(value, field, low, high);
-  if (!number.ok()) return number.error();
-  assign(number.value());
+  KIPP_ASSIGN(auto number, whole_number(value, field, low, high));
+  assign(number);
   return {};
 }
 
 ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& value, double low, double high,
                       bool open_low, std::optional<float>& target) {
-  auto number = real_number(value, field, low, high, open_low);
-  if (!number.ok()) return number.error();
-  target = number.value();
+  KIPP_ASSIGN(auto number, real_number(value, field, low, high, open_low));
+  target = number;
   return {};
 }
 
