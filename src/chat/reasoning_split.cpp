@@ -3,79 +3,60 @@
 #include <algorithm>
 
 namespace kipp {
-namespace {
 
-constexpr std::string_view kOpen = "<think>";
-constexpr std::string_view kClose = "</think>";
-
-// The length of the longest end of `text` that is a proper start of `tag`.
-size_t partial_tag_at_end(std::string_view text, std::string_view tag) {
-  for (size_t length = std::min(text.size(), tag.size() - 1); length > 0; --length)
-    if (text.substr(text.size() - length) == tag.substr(0, length)) return length;
-  return 0;
-}
-
-}  // namespace
-
-ReasoningSplitter::ReasoningSplitter(AnswerStart start)
-    : state_(start == AnswerStart::at_once       ? State::content
-             : start == AnswerStart::after_think ? State::reasoning
-                                                 : State::opening),
-      at_part_start_(start != AnswerStart::at_once) {}
-
-void ReasoningSplitter::push(std::string_view text, std::string& reasoning, std::string& content) {
+void ReasoningSplitter::push(std::string_view text, std::span<const PartStart> starts, std::string& reasoning,
+                             std::string& content) {
+  starts_.insert(starts_.end(), starts.begin(), starts.end());
   held_ += text;
   drain(reasoning, content);
 }
 
 void ReasoningSplitter::drain(std::string& reasoning, std::string& content) {
-  while (true) {
-    if (at_part_start_ && state_ != State::opening) {
-      const size_t text_start = held_.find_first_not_of('\n');
-      held_.erase(0, text_start == std::string::npos ? held_.size() : text_start);
-      if (held_.empty()) return;
-      at_part_start_ = false;
+  while (!held_.empty() || (!starts_.empty() && starts_.front().offset == held_offset_)) {
+    if (!starts_.empty() && starts_.front().offset == held_offset_) {
+      const PartStart start = starts_.front();
+      if (held_.size() < start.tag_bytes) return;  // the tag's text is still held back upstream
+      starts_.pop_front();
+      held_.erase(0, start.tag_bytes);
+      held_offset_ += start.tag_bytes;
+      thought_ = start.thought;
+      at_part_start_ = true;
+      newlines_.clear();
+      continue;
     }
-    switch (state_) {
-      case State::opening:
-        if (held_.size() < kOpen.size() && kOpen.substr(0, held_.size()) == held_) return;  // could still open
-        if (held_.compare(0, kOpen.size(), kOpen) == 0) {
-          held_.erase(0, kOpen.size());
-          state_ = State::reasoning;
-        } else {
-          state_ = State::content;
-          at_part_start_ = false;
-        }
-        continue;
-      case State::reasoning: {
-        const size_t close = held_.find(kClose);
-        if (close != std::string::npos) {
-          const size_t end = held_.find_last_not_of('\n', close == 0 ? std::string::npos : close - 1);
-          if (close > 0 && end != std::string::npos) reasoning.append(held_, 0, end + 1);
-          held_.erase(0, close + kClose.size());
-          state_ = State::content;
-          at_part_start_ = true;
-          continue;
-        }
-        // Hold back a possible start of </think> and the newlines before it.
-        size_t keep = partial_tag_at_end(held_, kClose);
-        while (keep < held_.size() && held_[held_.size() - keep - 1] == '\n') ++keep;
-        reasoning.append(held_, 0, held_.size() - keep);
-        held_.erase(0, held_.size() - keep);
-        return;
-      }
-      case State::content:
-        content += held_;
-        held_.clear();
-        return;
-    }
+    const size_t until = starts_.empty() ? held_.size() : std::min(held_.size(), starts_.front().offset - held_offset_);
+    release(std::string_view(held_).substr(0, until), reasoning, content);
+    held_.erase(0, until);
+    held_offset_ += until;
   }
 }
 
+void ReasoningSplitter::release(std::string_view text, std::string& reasoning, std::string& content) {
+  if (at_part_start_) {
+    const size_t text_start = text.find_first_not_of('\n');
+    if (text_start == std::string_view::npos) return;
+    text.remove_prefix(text_start);
+    at_part_start_ = false;
+  }
+  if (!thought_) {
+    content += text;
+    return;
+  }
+  // Hold back the newlines at the end: the template's before </think>, should it follow.
+  const size_t end = text.find_last_not_of('\n');
+  if (end != std::string_view::npos) {
+    reasoning += newlines_;
+    newlines_.clear();
+    reasoning += text.substr(0, end + 1);
+  }
+  newlines_ += text.substr(end == std::string_view::npos ? 0 : end + 1);
+}
+
 void ReasoningSplitter::finish(std::string& reasoning, std::string& content) {
-  if (state_ == State::reasoning) reasoning += held_;
-  else content += held_;
-  held_.clear();
+  starts_.clear();  // starts the text never reached (a stop string cut it before them)
+  drain(reasoning, content);
+  if (thought_) reasoning += newlines_;
+  newlines_.clear();
 }
 
 }  // namespace kipp

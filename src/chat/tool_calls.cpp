@@ -42,15 +42,35 @@ ToolCallExtractor::ToolCallExtractor(uint32_t open_token, uint32_t close_token, 
       open_tag_(std::move(open_tag)),
       close_tag_(std::move(close_tag)) {}
 
-void ToolCallExtractor::push(std::string_view text, std::span<const AddedTokenMark> marks, Output& out) {
+void ToolCallExtractor::push(std::string_view text, std::span<const AddedTokenMark> marks,
+                             std::span<const PartStart> starts, Output& out) {
   for (const AddedTokenMark& mark : marks)
     if (mark.id == open_token_ || mark.id == close_token_) marks_.push_back(mark);
+  starts_.insert(starts_.end(), starts.begin(), starts.end());
   buffer_ += text;
+  out_base_ = out.text.size();
   drain(out);
+  handed_on_ += out.text.size() - out_base_;
+}
+
+// A part start the text reached goes where that text will be handed on: after the newlines held
+// back (the start's tag follows, so they are handed on, not given to a call). Inside a call, whose
+// text is taken out, it goes where the call is, its tag taken out with the call.
+void ToolCallExtractor::pass_start(Output& out) {
+  PartStart start = starts_.front();
+  starts_.pop_front();
+  start.offset = handed_on_ + (out.text.size() - out_base_);
+  if (in_call_) start.tag_bytes = 0;
+  else start.offset += newlines_.size();
+  out.starts.push_back(start);
 }
 
 void ToolCallExtractor::drain(Output& out) {
-  while (!buffer_.empty()) {
+  while (!buffer_.empty() || (!starts_.empty() && starts_.front().offset == buffer_offset_)) {
+    if (!starts_.empty() && starts_.front().offset == buffer_offset_) {
+      pass_start(out);
+      continue;
+    }
     // Marks the text will never reach (a stop string cut it before them) are dropped at finish.
     if (!marks_.empty() && marks_.front().offset == buffer_offset_) {
       const bool opens = marks_.front().id == open_token_;
@@ -73,8 +93,8 @@ void ToolCallExtractor::drain(Output& out) {
       }
       continue;
     }
-    const size_t until =
-        marks_.empty() ? buffer_.size() : std::min(buffer_.size(), marks_.front().offset - buffer_offset_);
+    size_t until = marks_.empty() ? buffer_.size() : std::min(buffer_.size(), marks_.front().offset - buffer_offset_);
+    if (!starts_.empty()) until = std::min(until, starts_.front().offset - buffer_offset_);
     plain(std::string_view(buffer_).substr(0, until), out);
     buffer_.erase(0, until);
     buffer_offset_ += until;
@@ -123,6 +143,8 @@ void ToolCallExtractor::close_call(Output& out) {
 
 void ToolCallExtractor::finish(Output& out) {
   marks_.clear();
+  starts_.clear();
+  out_base_ = out.text.size();
   drain(out);
   if (in_call_) {  // cut off by the answer's end
     in_call_ = false;

@@ -6,7 +6,8 @@
 // then puts them there.
 //
 // The extractor takes the answer's text as it is released, with the marks of the added tokens
-// decoded with it (OutputText), and hands on the text that is not part of a call, for the
+// decoded with it (OutputText) and the starts of its parts (AnswerLayout), and hands on the text
+// that is not part of a call, with the part starts moved to where they fall in it, for the
 // reasoning splitter and the client. The newlines the chat template puts between an answer and
 // its calls (and between calls) go with the calls, so that rendering the returned message again
 // gives the model's own text. A call whose JSON does not read as {"name": string, "arguments":
@@ -24,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_messages.h"
+#include "engine/answer_layout.h"
 #include "engine/output_text.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -58,23 +60,30 @@ class ToolCallExtractor {
     std::string text;                 // not part of any call, in order
     std::vector<ChatToolCall> calls;  // completed calls, in order; arguments as json.dumps writes them
     uint32_t unparsed = 0;            // calls handed on as text
+    std::vector<PartStart> starts;    // offsets counted in the text handed on, over every push
   };
-  // `text` continues the answer; `marks` are the added tokens decoded since the last push (their
-  // offsets from the answer's start; a mark may come before its text does).
-  void push(std::string_view text, std::span<const AddedTokenMark> marks, Output& out);
+  // `text` continues the answer; `marks` are the added tokens decoded since the last push and
+  // `starts` the part starts reported since then (offsets from the answer's start; either may come
+  // before its text does).
+  void push(std::string_view text, std::span<const AddedTokenMark> marks, std::span<const PartStart> starts,
+            Output& out);
   // At the answer's end: hands on what was held back (an unfinished call, as text).
   void finish(Output& out);
 
  private:
   void drain(Output& out);
+  void pass_start(Output& out);
   void plain(std::string_view text, Output& out);
   void close_call(Output& out);
 
   const uint32_t open_token_, close_token_;
   const std::string open_tag_, close_tag_;
   std::deque<AddedTokenMark> marks_;  // tags still ahead
+  std::deque<PartStart> starts_;      // part starts still ahead
   std::string buffer_;                // released text not yet looked at
   size_t buffer_offset_ = 0;          // where buffer_ starts in the answer
+  size_t handed_on_ = 0;              // bytes handed on before this push's
+  size_t out_base_ = 0;               // out.text's size when this push began
   bool in_call_ = false;
   bool after_call_ = false;  // newlines right after a call belong to it
   std::string newlines_;     // newlines held back: before a call they belong to it

@@ -11,10 +11,12 @@
 #include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <deque>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,31 +52,34 @@ struct ChatArgs {
   BackendFlags backend;
 };
 
-// Writes an answer's streamed text, showing what lies between <think> and </think> dimmed (on a
-// terminal) or not at all. Both tags are single tokens, so each arrives whole in one piece.
+// Writes an answer's streamed text, showing its think block dimmed (on a terminal) or not at all.
+// Where the block begins and ends is the decoder's AnswerLayout's to say (the PartStarts that come
+// with the text), so <think> spelled by ordinary tokens is only text.
 class AnswerPrinter {
  public:
-  AnswerPrinter(bool starts_thinking, bool hide, bool terminal)
-      : thinking_(starts_thinking), hide_(hide), terminal_(terminal) {
-    if (thinking_) enter_thinking();
-  }
-  void print(std::string_view piece) {
-    while (!piece.empty()) {
-      const std::string_view tag = thinking_ ? "</think>" : "<think>";
-      const size_t at = piece.find(tag);
-      write(piece.substr(0, at));
-      if (at == std::string_view::npos) break;
-      piece.remove_prefix(at + tag.size());
-      if (thinking_) {
-        leave_thinking();
-      } else {
-        enter_thinking();
+  AnswerPrinter(bool hide, bool terminal) : hide_(hide), terminal_(terminal) {}
+  void print(std::string_view piece, std::span<const PartStart> starts) {
+    starts_.insert(starts_.end(), starts.begin(), starts.end());
+    while (true) {
+      if (!starts_.empty() && starts_.front().offset <= offset_) {
+        if (starts_.front().thought) enter_thinking();
+        else leave_thinking();
+        tag_left_ = starts_.front().tag_bytes;  // written by enter/leave_thinking, dimmed
+        starts_.pop_front();
+        continue;
       }
+      if (piece.empty()) break;
+      const size_t length = starts_.empty() ? piece.size() : std::min(piece.size(), starts_.front().offset - offset_);
+      const size_t tag = std::min(tag_left_, length);
+      tag_left_ -= tag;
+      write(piece.substr(tag, length - tag));
+      piece.remove_prefix(length);
+      offset_ += length;
     }
     std::fflush(stdout);
   }
   void finish() {
-    if (thinking_) leave_thinking();
+    leave_thinking();
     std::fputs("\n", stdout);
     std::fflush(stdout);
   }
@@ -89,10 +94,14 @@ class AnswerPrinter {
     if (!hide_) std::fputs(terminal_ ? "\x1b[2m<think>" : "<think>", stdout);
   }
   void leave_thinking() {
-    if (!hide_) std::fputs(terminal_ ? "</think>\x1b[0m" : "</think>", stdout);
+    if (thinking_ && !hide_) std::fputs(terminal_ ? "</think>\x1b[0m" : "</think>", stdout);
     thinking_ = false;
   }
-  bool thinking_, hide_, terminal_;
+  const bool hide_, terminal_;
+  bool thinking_ = false;
+  std::deque<PartStart> starts_;  // ahead of the text written
+  size_t offset_ = 0;             // bytes of the answer looked at
+  size_t tag_left_ = 0;           // bytes of the last tag still to skip
 };
 
 // The tools of `kipp chat --tools`, and how answers may call them.
@@ -209,8 +218,10 @@ class Chat {
     if (forced) generate_options.constraint_frame = tools_.frame;
     generate_options.thinking_budget = args_.thinking_budget;
     GenerateContext context{backend_, session_, tokenizer_, stop_ids_};
-    AnswerPrinter printer(c_.variant == Variant::thinking_2507, args_.hide_thinking, isatty(STDOUT_FILENO));
-    auto answer = generate(context, suffix, generate_options, [&](std::string_view piece) { printer.print(piece); });
+    AnswerPrinter printer(args_.hide_thinking, isatty(STDOUT_FILENO));
+    auto answer =
+        generate(context, suffix, generate_options,
+                 [&](std::string_view piece, std::span<const PartStart> starts) { printer.print(piece, starts); });
     if (!answer) return drop_turn(answer.error());
     printer.finish();
 
@@ -249,7 +260,7 @@ class Chat {
     replay.finish(text);
     ToolCallExtractor extractor(tools_.tokens);
     ToolCallExtractor::Output found;
-    extractor.push(text, marks, found);
+    extractor.push(text, marks, {}, found);
     extractor.finish(found);
     calls = std::move(found.calls);
     return std::move(found.text);

@@ -82,7 +82,7 @@ Status run_generate(const GenerateArgs& args) {
   KIPP_ASSIGN(options.constraint, args.constraint.masks_for(tokenizer));
   const std::vector<uint32_t> stop_ids = c.stop_ids();
   GenerateContext context{*backend, *session, tokenizer, stop_ids};
-  const auto stream = [&](std::string_view piece) {
+  const auto stream = [&](std::string_view piece, std::span<const PartStart>) {
     if (args.json) return;
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);

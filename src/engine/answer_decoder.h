@@ -1,8 +1,9 @@
 // One answer's token step, the same for the CLI's generator and the server's scheduler: a row of
 // logits becomes the next token (the one a spent thinking budget names, else a sample from the
-// tokens the constraint allows), every tracker takes that token (the sampler's penalties, the
-// constraint, the budget), the stop tokens and stop strings are checked, and the text that became
-// final is released. What drives the steps (one session or a batch of them, drafts, max_tokens,
+// tokens the constraint allows), the answer's layout takes that token, and so do the sampler's
+// penalties, the constraint and the budget (each told the token's role in the layout); the stop
+// tokens and stop strings are checked, and the text that became final is released with where its
+// reasoning and its answer proper begin. What drives the steps (one session or a batch of them, drafts, max_tokens,
 // cancellation, timing) stays with the caller.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/answer_layout.h"
 #include "engine/logprobs.h"
 #include "engine/output_text.h"
 #include "engine/sampler.h"
@@ -41,6 +43,7 @@ struct LogprobsWanted {
 struct TakenToken {
   std::string text;                        // the text that became final with it
   std::vector<AddedTokenMark> added;       // the added tokens in `text`
+  std::vector<PartStart> parts;            // where the reasoning or the answer proper begins with it
   std::optional<FinishReason> finish;      // stop_token or stop_string: nothing more may be taken
   std::optional<LogprobsAtStep> logprobs;  // when wanted, for a token that is not a stop token
 };
@@ -48,7 +51,8 @@ struct TakenToken {
 class AnswerDecoder {
  public:
   AnswerDecoder(const Tokenizer& tokenizer, std::span<const uint32_t> stop_ids, Sampler sampler,
-                std::vector<std::string> stop_strings, std::optional<TokenConstraint> constraint = std::nullopt,
+                std::vector<std::string> stop_strings, AnswerLayout layout,
+                std::optional<TokenConstraint> constraint = std::nullopt,
                 std::optional<ThinkingBudget> budget = std::nullopt);
 
   // The next token for a row of logits. Under a constraint, the seconds spent finding the allowed
@@ -71,6 +75,7 @@ class AnswerDecoder {
   std::vector<uint32_t> stop_ids_;
   Sampler sampler_;
   OutputText output_;
+  AnswerLayout layout_;
   std::optional<TokenConstraint> constraint_;
   std::optional<ThinkingBudget> budget_;
   // The set the last sampled token came from, for its logprobs; null when nothing constrained it

@@ -35,26 +35,26 @@ Result<AnswerDecoder> decoder_for(const GenerateContext& c, const GenerateOption
   KIPP_ASSIGN(Sampler sampler, Sampler::create(options.sampling, uint32_t(c.tokenizer.vocab_size())));
   if (options.speculative && !options.sampling.greedy())
     return fail("speculative decoding needs greedy sampling (temperature 0): only then is its output the same");
+  const Result<ThinkTokens> think = find_think_tokens(c.tokenizer);
   std::optional<TokenConstraint> constraint;
   if (options.constraint) {
-    KIPP_ASSIGN(const ThinkTokens think, find_think_tokens(c.tokenizer));
-    constraint.emplace(options.constraint, options.answer_start, c.stop_ids, think, options.constraint_frame);
+    if (!think) return think.error();
+    constraint.emplace(options.constraint, c.stop_ids, options.constraint_frame);
   }
   std::optional<ThinkingBudget> budget;
   if (options.thinking_budget) {
     KIPP_ASSIGN(ThinkClosing closing, find_think_closing(c.tokenizer));
-    budget.emplace(*options.thinking_budget, options.answer_start, std::move(closing), !constraint);
+    budget.emplace(*options.thinking_budget, std::move(closing), !constraint);
   }
-  return AnswerDecoder(c.tokenizer, c.stop_ids, std::move(sampler), options.stop, std::move(constraint),
-                       std::move(budget));
+  return AnswerDecoder(c.tokenizer, c.stop_ids, std::move(sampler), options.stop,
+                       answer_layout(options.answer_start, think), std::move(constraint), std::move(budget));
 }
 
 // One generate() call: the prompt evaluated, then a token chosen and taken per step, each step's
 // evaluation verifying a prompt-lookup draft when speculating.
 class Generator {
  public:
-  Generator(const GenerateContext& c, const GenerateOptions& options, AnswerDecoder decoder,
-            const std::function<void(std::string_view)>& on_text)
+  Generator(const GenerateContext& c, const GenerateOptions& options, AnswerDecoder decoder, const TextSink& on_text)
       : c_(c),
         options_(options),
         decoder_(std::move(decoder)),
@@ -106,17 +106,19 @@ class Generator {
  private:
   bool budget_left() const { return out_.tokens.size() < options_.max_tokens; }
 
-  void emit(const std::string& text) {
+  void emit(const std::string& text, std::span<const PartStart> starts = {}) {
+    starts_.insert(starts_.end(), starts.begin(), starts.end());
     if (text.empty()) return;
     out_.text += text;
-    if (on_text_) on_text_(text);
+    if (on_text_) on_text_(text, starts_);
+    starts_.clear();
   }
 
   // Takes a chosen token into the output; false when it ends the generation.
   Result<bool> take(uint32_t token) {
     out_.tokens.push_back(token);
     KIPP_ASSIGN(const TakenToken taken, decoder_.take(token));
-    emit(taken.text);
+    emit(taken.text, taken.parts);
     if (taken.finish) {
       out_.finish = *taken.finish;
       out_.stop = *taken.finish == FinishReason::stop_token ? std::string(c_.tokenizer.token_bytes(token))
@@ -170,7 +172,8 @@ class Generator {
   const GenerateContext& c_;
   const GenerateOptions& options_;
   AnswerDecoder decoder_;
-  const std::function<void(std::string_view)>& on_text_;
+  const TextSink& on_text_;
+  std::vector<PartStart> starts_;  // not yet handed on: they wait for text
   std::vector<float> logits_;
   Generation out_;
   std::vector<uint32_t> sequence_;  // what prompt lookup searches: the prompt, then every token taken
@@ -180,7 +183,7 @@ class Generator {
 }  // namespace
 
 Result<Generation> generate(const GenerateContext& c, std::span<const uint32_t> prompt, const GenerateOptions& options,
-                            const std::function<void(std::string_view)>& on_text) {
+                            const TextSink& on_text) {
   KIPP_TRY(check_prompt(c, prompt));
   KIPP_ASSIGN(AnswerDecoder decoder, decoder_for(c, options));
   return Generator(c, options, std::move(decoder), on_text).run(prompt);

@@ -27,8 +27,9 @@ struct GenerateOptions {
   // Prompt-lookup drafts verified in one multi-row evaluation (greedy only): the same tokens as
   // plain greedy decoding, fewer evaluation steps when the text repeats its context.
   bool speculative = false;
-  // How the answer opens (thinking first, maybe, or not at all): where the constraint starts
-  // and what the thinking budget counts.
+  // How the answer opens (thinking first, maybe, or not at all): the start of its AnswerLayout,
+  // which says where the constraint starts, what the thinking budget counts and where the
+  // reasoning ends.
   AnswerStart answer_start = AnswerStart::at_once;
   // Structured output: the answer follows this grammar (see TokenConstraint), from
   // `answer_start` on.
@@ -66,8 +67,13 @@ struct GenerateContext {
   std::span<const uint32_t> stop_ids;
 };
 
-// Streams each final piece of text to `on_text` (may be empty) as soon as it is known.
+// Takes each final piece of text as soon as it is known (never empty), with the places where the
+// reasoning or the answer proper begins (AnswerLayout) that it reached: offsets from the answer's
+// first byte.
+using TextSink = std::function<void(std::string_view text, std::span<const PartStart> starts)>;
+
+// Streams the answer's text to `on_text` (may be empty).
 Result<Generation> generate(const GenerateContext& context, std::span<const uint32_t> prompt,
-                            const GenerateOptions& options, const std::function<void(std::string_view)>& on_text = {});
+                            const GenerateOptions& options, const TextSink& on_text = {});
 
 }  // namespace kipp

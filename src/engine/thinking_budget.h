@@ -7,9 +7,9 @@
 // have written it. Under a grammar the grammar decides what follows </think>, so the separator is
 // left to it.
 //
-// Where thinking starts follows AnswerStart: at_once never thinks (the budget does nothing);
-// after_think starts inside the block (thinking-2507: the prompt opened it); maybe_think thinks
-// only when the answer's first token is <think>. Tokens count from the first one inside the block.
+// Whether the answer is thinking, and how many tokens it has spent there, is the AnswerLayout's to
+// say: the budget counts from the first token inside the block, and an answer that never opens
+// one (thinking off, or a hybrid answer that starts without <think>) is never touched.
 #pragma once
 
 #include <cstdint>
@@ -35,28 +35,22 @@ Result<ThinkClosing> find_think_closing(const Tokenizer& tokenizer);
 class ThinkingBudget {
  public:
   // `separator`: whether to force the template's "\n\n" after </think> (false under a grammar).
-  ThinkingBudget(uint32_t budget, AnswerStart start, ThinkClosing closing, bool separator);
+  ThinkingBudget(uint32_t budget, ThinkClosing closing, bool separator);
 
-  // The token that must come next, when the budget decides it.
-  std::optional<uint32_t> forced() const;
-  // Takes the token that came (forced or sampled), with its bytes.
-  void accept(uint32_t token, std::string_view bytes);
+  // The token that must come next in the answer laid out so far, when the budget decides it.
+  std::optional<uint32_t> forced(const AnswerLayout& layout);
+  // Takes the token that came (forced or sampled), with its bytes and its role in the layout.
+  void accept(std::string_view bytes, TokenRole role);
   // Whether the budget closed the think block (rather than the model).
-  bool closed_it() const { return closed_it_; }
+  bool closed_it() const { return !closing_tokens_.empty(); }
 
  private:
-  enum class Phase { first_token, thinking, closing, answering };
-  void begin_closing();  // lays out the tokens that close the block
-
   const uint32_t budget_;
   const ThinkClosing closing_;
   const bool separator_;
-  Phase phase_;
-  uint32_t spent_ = 0;           // tokens taken inside the block
-  bool ended_newline_ = true;    // the thought so far ends with "\n" (the prompt's "<think>\n")
-  std::vector<uint32_t> queue_;  // closing: the tokens still to force, in order
-  size_t next_ = 0;
-  bool closed_it_ = false;
+  bool ended_newline_ = true;             // the thought so far ends with "\n" (the prompt's "<think>\n")
+  std::vector<uint32_t> closing_tokens_;  // once the budget is spent: the tokens that close the block
+  size_t forced_ = 0;                     // of them, the ones taken
 };
 
 }  // namespace kipp

@@ -21,31 +21,12 @@ std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer
       }));
 }
 
-Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without) {
-  KIPP_ASSIGN(const std::vector<TokenId> ids, tokenizer.encode(text));
-  if (ids.size() != 1 || tokenizer.is_normal(ids[0]))
-    return fail("the tokenizer has no single added token for ", text, ": ", without);
-  return ids[0];
-}
-
-Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer) {
-  constexpr std::string_view without = "thinking cannot be told apart from the answer";
-  ThinkTokens think;
-  KIPP_ASSIGN(think.open, find_added_token(tokenizer, "<think>", without));
-  KIPP_ASSIGN(think.close, find_added_token(tokenizer, "</think>", without));
-  return think;
-}
-
-TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start,
-                                 std::span<const uint32_t> stop_ids, ThinkTokens think, std::optional<TokenFrame> frame,
-                                 uint64_t max_steps)
+TokenConstraint::TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, std::span<const uint32_t> stop_ids,
+                                 std::optional<TokenFrame> frame, uint64_t max_steps)
     : masks_(std::move(masks)),
       stop_ids_(stop_ids.begin(), stop_ids.end()),
-      think_(think),
       frame_(frame),
-      phase_(start == AnswerStart::at_once       ? grammar_entry()
-             : start == AnswerStart::after_think ? Phase::reasoning
-                                                 : Phase::first_token),
+      phase_(frame_ ? Phase::frame_open : Phase::grammar),
       state_(masks_->automaton().start()),
       max_steps_(max_steps) {}
 
@@ -57,29 +38,17 @@ Status TokenConstraint::charge(uint64_t steps_before) {
   return {};
 }
 
-bool TokenConstraint::complete() const {
-  if (frame_) return phase_ == Phase::after_frame;
-  return phase_ == Phase::grammar && masks_->automaton().accepts(state_);
-}
-
-Result<const AllowedTokens*> TokenConstraint::allowed() {
-  if (phase_ == Phase::reasoning) return nullptr;
+Result<const AllowedTokens*> TokenConstraint::allowed(const AnswerLayout& layout) {
+  if (layout.in_thought()) return nullptr;
   allowed_.extra.clear();
   allowed_.set = nullptr;
+  if (layout.may_open_thought()) allowed_.extra.push_back(layout.think().open);  // and what the answer may begin with
   switch (phase_) {
-    case Phase::first_token:
-      allowed_.extra.push_back(think_.open);
-      if (frame_) {
-        allowed_.extra.push_back(frame_->open);
-        return &allowed_;
-      }
-      break;  // and the grammar's first tokens
     case Phase::frame_open: allowed_.extra.push_back(frame_->open); return &allowed_;
     case Phase::after_frame:
       allowed_.extra = stop_ids_;
       if (frame_->repeats) allowed_.extra.push_back(frame_->open);
       return &allowed_;
-    case Phase::reasoning:
     case Phase::grammar: break;
   }
   grammar::Automaton& automaton = masks_->automaton();
@@ -95,19 +64,10 @@ Result<const AllowedTokens*> TokenConstraint::allowed() {
   return &allowed_;
 }
 
-Status TokenConstraint::accept(uint32_t token, std::string_view bytes) {
+Status TokenConstraint::accept(uint32_t token, std::string_view bytes, TokenRole role) {
+  if (role != TokenRole::answer) return {};  // the think block and its tags are free
   const auto is_stop = [&] { return std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end(); };
   switch (phase_) {
-    case Phase::reasoning:
-      if (token == think_.close) phase_ = grammar_entry();
-      return {};
-    case Phase::first_token:
-      if (token == think_.open) {
-        phase_ = Phase::reasoning;
-        return {};
-      }
-      phase_ = grammar_entry();
-      return accept(token, bytes);
     case Phase::frame_open:
       if (token != frame_->open) return fail("token ", token, " is not the call's opening token");
       phase_ = Phase::grammar;

@@ -1,11 +1,9 @@
 // A grammar applied to one answer, token by token: which tokens may come next, and the grammar's
 // state after each one taken.
 //
-// Where thinking is on, the reasoning is free and the grammar starts after </think>:
-//   - at_once: no thinking (thinking off, or a checkpoint that does not think): the first token;
-//   - after_think: the prompt opened <think> already (thinking-2507): free until </think>;
-//   - maybe_think: a hybrid checkpoint thinking: the first token may be <think> (then free until
-//     </think>) or the grammar's first token.
+// Where thinking is on, the reasoning is free and the grammar starts after </think>. The answer's
+// AnswerLayout says where that is: while it is in its think block nothing is constrained, and
+// where it may still open one, <think> is allowed beside the grammar's first tokens.
 // While the grammar runs, its tokens are allowed, plus the stop tokens once the text is a whole
 // sentence (only they, when nothing can follow). Added tokens (<think>, <tool_call>, ...) are
 // never part of constrained text.
@@ -22,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/answer_start.h"
+#include "engine/answer_layout.h"
 #include "grammar/token_mask.h"
 #include "registry/registry.h"
 #include "tokenizer/tokenizer.h"
@@ -39,17 +37,6 @@ struct AllowedTokens {
   size_t count() const;  // `extra` ids in `set` counted once
 };
 
-// The added tokens that open and close the reasoning (<think>, </think>).
-struct ThinkTokens {
-  uint32_t open = 0;
-  uint32_t close = 0;
-};
-// Looks them up in the tokenizer; an error when it has no such single tokens.
-Result<ThinkTokens> find_think_tokens(const Tokenizer& tokenizer);
-// The id of the added token spelled `text`; an error, saying what cannot be done without it
-// (`without`), when the tokenizer has no such single added token.
-Result<uint32_t> find_added_token(const Tokenizer& tokenizer, const std::string& text, std::string_view without);
-
 // The trie of the tokens constrained text is spelled with: the normal ones (added tokens never are).
 std::shared_ptr<const grammar::TokenTrie> constrained_vocabulary(const Tokenizer& tokenizer);
 
@@ -61,19 +48,16 @@ struct TokenFrame {
 
 class TokenConstraint {
  public:
-  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start, std::span<const uint32_t> stop_ids,
-                  ThinkTokens think, std::optional<TokenFrame> frame = std::nullopt,
-                  uint64_t max_steps = kMaxStepsPerAnswer);
+  TokenConstraint(std::shared_ptr<grammar::TokenMasks> masks, std::span<const uint32_t> stop_ids,
+                  std::optional<TokenFrame> frame = std::nullopt, uint64_t max_steps = kMaxStepsPerAnswer);
 
-  // The tokens allowed next, or null while the reasoning runs free. Valid until the next call.
-  Result<const AllowedTokens*> allowed();
-  // Takes the sampled token. A token the grammar refuses is an error (the sampler was given
-  // the allowed set, so it means a caller skipped it).
-  Status accept(uint32_t token, std::string_view bytes);
-
-  bool constraining() const { return phase_ == Phase::grammar; }
-  // The grammar's text so far is a whole sentence (and, framed, closed).
-  bool complete() const;
+  // The tokens allowed next in the answer laid out so far, or null while the reasoning runs free.
+  // Valid until the next call.
+  Result<const AllowedTokens*> allowed(const AnswerLayout& layout);
+  // Takes the sampled token, with its role in the layout: only the answer proper's tokens go to
+  // the grammar. A token the grammar refuses is an error (the sampler was given the allowed set,
+  // so it means a caller skipped it).
+  Status accept(uint32_t token, std::string_view bytes, TokenRole role);
 
   // Matcher steps one answer may take in all. Each token set is bounded on its own
   // (TokenMasks::kMaxStepsPerSet); this bounds how long one answer can keep busy the thread that
@@ -83,15 +67,13 @@ class TokenConstraint {
   static constexpr uint64_t kMaxStepsPerAnswer = 20'000'000;
 
  private:
-  enum class Phase { first_token, reasoning, frame_open, grammar, after_frame };
-  // Where the grammar's part begins: at its open token when framed.
-  Phase grammar_entry() const { return frame_ ? Phase::frame_open : Phase::grammar; }
+  // Framed, the grammar's part begins at its open token.
+  enum class Phase { frame_open, grammar, after_frame };
   // Adds the matcher steps taken since `steps_before` to the answer's; an error past its limit.
   Status charge(uint64_t steps_before);
 
   std::shared_ptr<grammar::TokenMasks> masks_;
   std::vector<uint32_t> stop_ids_;
-  ThinkTokens think_;
   std::optional<TokenFrame> frame_;
   Phase phase_;
   grammar::StateId state_;

@@ -156,16 +156,17 @@ Status Scheduler::start_sequences(Request& request, uint32_t positions) {
     return fail("a thinking budget needs the <think> tokens: ", think_closing_.error().message);
   for (auto& sequence : request.sequences) {
     std::optional<TokenConstraint> constraint;
-    if (masks) constraint.emplace(masks, spec.answer_start, stop_ids_, think_tokens_.value(), spec.grammar_frame);
+    if (masks) constraint.emplace(masks, stop_ids_, spec.grammar_frame);
     std::optional<ThinkingBudget> budget;
-    if (spec.thinking_budget) budget.emplace(*spec.thinking_budget, spec.answer_start, think_closing_.value(), !masks);
+    if (spec.thinking_budget) budget.emplace(*spec.thinking_budget, think_closing_.value(), !masks);
     SamplingParams sampling = spec.sampling;
     sampling.seed += sequence->choice;
     auto sampler = Sampler::create(sampling, vocab_);
     auto session = model_.create_pooled_session(positions);
     if (!sampler) return sampler.error();
     if (!session) return session.error();
-    sequence->decoder.emplace(tokenizer_, stop_ids_, std::move(sampler).value(), spec.stop, std::move(constraint),
+    sequence->decoder.emplace(tokenizer_, stop_ids_, std::move(sampler).value(), spec.stop,
+                              answer_layout(spec.answer_start, think_tokens_), std::move(constraint),
                               std::move(budget));
     if (options_.speculate && spec.sampling.greedy()) {
       sequence->gate.emplace();

@@ -287,6 +287,7 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   update.generated = sequence.generated;
   update.text = std::move(taken.text);
   update.added = std::move(taken.added);
+  update.parts = std::move(taken.parts);
   std::optional<FinishReason> finish = taken.finish;
   if (finish == FinishReason::stop_string) update.stop = decoder.matched_stop();
   if (taken.logprobs) update.tokens.push_back({update.text, std::move(*taken.logprobs)});
@@ -304,7 +305,8 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     if (!update.tokens.empty()) update.tokens.back().text += tail;
   }
   update.finish = finish;
-  if (!update.text.empty() || !update.tokens.empty() || finish)
+  // Marks and part starts may come before their text, which a stop string can hold back.
+  if (!update.text.empty() || !update.tokens.empty() || !update.added.empty() || !update.parts.empty() || finish)
     if (request.spec.on_update) request.spec.on_update(update);
   if (finish) finish_sequence(sequence);
   return {};

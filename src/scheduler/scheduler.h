@@ -62,6 +62,7 @@ struct ChoiceUpdate {
   std::string text;
   std::vector<TokenReport> tokens;     // only when the request asked for logprobs
   std::vector<AddedTokenMark> added;   // added tokens decoded with this update (offsets in the choice's text)
+  std::vector<PartStart> parts;        // where the reasoning or the answer proper begins (same offsets)
   uint32_t generated = 0;              // tokens the choice has sampled so far, this update's included
   std::optional<FinishReason> finish;  // set on the choice's last update
   std::string stop;                    // FinishReason::stop_string: the stop string that matched

@@ -3,9 +3,7 @@
 namespace kipp::server {
 
 Answer::Answer(const AnswerOptions& options, ToolCallCounts& counts)
-    : splitter_(options.thinking),
-      parallel_calls_(options.parallel_calls),
-      think_close_(options.think_close),
+    : parallel_calls_(options.parallel_calls),
       call_id_prefix_(options.call_id_prefix),
       counts_(counts),
       call_ids_(std::random_device{}()) {
@@ -16,11 +14,12 @@ AnswerPiece Answer::take(const ChoiceUpdate& update) {
   AnswerPiece piece;
   ToolCallExtractor::Output found;
   if (extractor_) {
-    extractor_->push(update.text, update.added, found);
+    extractor_->push(update.text, update.added, update.parts, found);
     if (update.finish) extractor_->finish(found);
     counts_.unparsed += found.unparsed;
   } else {
     found.text = update.text;
+    found.starts = update.parts;
   }
   piece.first_new_call = calls.size();
   for (ChatToolCall& call : found.calls) {
@@ -31,7 +30,7 @@ AnswerPiece Answer::take(const ChoiceUpdate& update) {
     ++counts_.returned;
     calls.push_back({new_call_id(), std::move(call)});
   }
-  splitter_.push(found.text, piece.reasoning, piece.content);
+  splitter_.push(found.text, found.starts, piece.reasoning, piece.content);
   if (update.finish) {
     splitter_.finish(piece.reasoning, piece.content);
     finish = *update.finish;
@@ -46,8 +45,8 @@ AnswerPiece Answer::take(const ChoiceUpdate& update) {
   content += piece.content;
   // Reasoning tokens: those up to </think>; all of them when the answer never left its think
   // block (cut by max_tokens there, it stays reasoning).
-  for (const AddedTokenMark& mark : update.added)
-    if (think_close_ && mark.id == *think_close_ && !reasoning_tokens) reasoning_tokens = update.generated;
+  for (const PartStart& start : update.parts)
+    if (!start.thought && !reasoning_tokens) reasoning_tokens = update.generated;
   if (update.finish && !reasoning_tokens && !reasoning.empty() && content.empty() && calls.empty())
     reasoning_tokens = update.generated;
   tokens.insert(tokens.end(), update.tokens.begin(), update.tokens.end());

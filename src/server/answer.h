@@ -30,10 +30,8 @@ struct AnswerPiece {
 };
 
 struct AnswerOptions {
-  AnswerStart thinking = AnswerStart::at_once;  // how the answer opens (chat_answer_start)
   const ToolCallTokens* tool_tokens = nullptr;  // find calls (null: the request offers none, or tool_choice none)
   bool parallel_calls = true;                   // false: calls after the first are dropped (and counted)
-  std::optional<uint32_t> think_close;          // the </think> token, for the reasoning token count
   std::string call_id_prefix = "call_";         // OpenAI's call_…, Anthropic's toolu_…
 };
 
@@ -58,7 +56,6 @@ class Answer {
   ReasoningSplitter splitter_;
   std::optional<ToolCallExtractor> extractor_;
   const bool parallel_calls_;
-  const std::optional<uint32_t> think_close_;
   const std::string call_id_prefix_;
   ToolCallCounts& counts_;
   std::mt19937_64 call_ids_;

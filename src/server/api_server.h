@@ -132,7 +132,6 @@ class ApiServer {
   RejectionCounts rejected_;
   const Result<ToolCallTokens> tool_tokens_;  // an error when the tokenizer has no call tokens: tools are refused
   ToolCallCounts tool_counts_;
-  const Result<ThinkTokens> think_tokens_;  // for reasoning_tokens; an error for a tokenizer without them
 
   // Requests taken and not yet answered; shared with the scheduler's callbacks, which may outlive this.
   const std::shared_ptr<std::atomic<unsigned>> active_ = std::make_shared<std::atomic<unsigned>>(0);

@@ -2,6 +2,7 @@
 // (marked) and the same characters spelled by ordinary tokens (not marked). Token ids here are
 // stand-ins; the server test runs the real ones.
 #include "chat/tool_calls.h"
+#include "chat/reasoning_split.h"
 
 #include <gtest/gtest.h>
 
@@ -34,7 +35,8 @@ ToolCallExtractor::Output extract(const Answer& answer, size_t piece = SIZE_MAX)
   for (size_t at = 0; at < answer.text.size(); at += piece) {
     // Marks go with the first piece: they may come before their text, as when a stop string holds it.
     extractor.push(std::string_view(answer.text).substr(at, piece),
-                   at == 0 ? std::span<const AddedTokenMark>(answer.marks) : std::span<const AddedTokenMark>(), out);
+                   at == 0 ? std::span<const AddedTokenMark>(answer.marks) : std::span<const AddedTokenMark>(), {},
+                   out);
   }
   extractor.finish(out);
   return out;
@@ -92,6 +94,36 @@ TEST(ToolCalls, CallsInsideThinkingAreFound) {
   EXPECT_EQ(out.text, "<think>\nI will call.</think>\n\nDone.");
   ASSERT_EQ(out.calls.size(), 1u);
   EXPECT_EQ(out.calls[0].arguments, "{\"q\": [1, 2]}");
+}
+
+// The reasoning splitter reads the text the extractor hands on: the part starts move with it, to
+// where they fall once the calls are taken out.
+TEST(ToolCalls, PartStartsMoveWithTheTextAroundCalls) {
+  Answer a;  // thinking-2507: the answer starts inside its think block, and calls from there
+  a.plain("Need the weather.\n").open().plain("\n{\"name\": \"now\", \"arguments\": {}}\n").close().plain("\n");
+  const std::vector<PartStart> starts = {{0, 0, true}, {a.text.size(), 8, false}};
+  a.plain("</think>\n\nIt is late.");
+  for (size_t piece : {SIZE_MAX, size_t(1), size_t(3)}) {
+    ToolCallExtractor extractor(kOpen, kClose, kOpenTag, kCloseTag);
+    ReasoningSplitter splitter;
+    std::string reasoning, content;
+    size_t calls = 0;
+    for (size_t at = 0; at <= a.text.size(); at += piece) {
+      ToolCallExtractor::Output out;
+      const bool first = at == 0, last = at + piece >= a.text.size();
+      extractor.push(std::string_view(a.text).substr(at, piece),
+                     first ? std::span<const AddedTokenMark>(a.marks) : std::span<const AddedTokenMark>(),
+                     first ? std::span<const PartStart>(starts) : std::span<const PartStart>(), out);
+      if (last) extractor.finish(out);
+      calls += out.calls.size();
+      splitter.push(out.text, out.starts, reasoning, content);
+      if (last) break;
+    }
+    splitter.finish(reasoning, content);
+    EXPECT_EQ(calls, 1u) << piece;
+    EXPECT_EQ(reasoning, "Need the weather.") << piece;
+    EXPECT_EQ(content, "It is late.") << piece;
+  }
 }
 
 TEST(ToolCalls, TagsOutOfPlaceAreText) {

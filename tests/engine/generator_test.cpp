@@ -130,7 +130,7 @@ class Generate : public ::testing::Test {
     auto session = backend_->create_session(capacity);
     EXPECT_TRUE(session);
     GenerateContext context{*backend_, **session, *tokenizer_, stop_ids_};
-    auto result = generate(context, prompt, options, [&](std::string_view piece) {
+    auto result = generate(context, prompt, options, [&](std::string_view piece, std::span<const PartStart>) {
       EXPECT_FALSE(piece.empty());
       if (streamed) *streamed += piece;
     });

@@ -1,4 +1,5 @@
-// The thinking budget on its own, with made-up token ids: which tokens it forces and when.
+// The thinking budget and the answer layout it consults, with made-up token ids: which tokens it
+// forces and when.
 #include "engine/thinking_budget.h"
 
 #include <gtest/gtest.h>
@@ -12,9 +13,23 @@ constexpr uint32_t kOpen = 10, kClose = 11, kNewline = 5, kSeparator = 6, kWord 
 
 ThinkClosing closing() { return ThinkClosing{{kOpen, kClose}, {kNewline}, {kSeparator}}; }
 
+// A budget and the layout of its answer, fed tokens as the decoder feeds them.
+class Budgeted {
+ public:
+  Budgeted(uint32_t budget, AnswerStart start, bool separator)
+      : layout_(start, closing().think), budget_(budget, closing(), separator) {}
+  std::optional<uint32_t> forced() { return budget_.forced(layout_); }
+  void accept(uint32_t token, std::string_view bytes) { budget_.accept(bytes, layout_.take(token)); }
+  bool closed_it() const { return budget_.closed_it(); }
+
+ private:
+  AnswerLayout layout_;
+  ThinkingBudget budget_;
+};
+
 // Takes `tokens` (a kLine token ends in a newline), then whatever the budget forces, and returns
 // what was forced, in order.
-std::vector<uint32_t> forced_after(ThinkingBudget& budget, const std::vector<uint32_t>& tokens) {
+std::vector<uint32_t> forced_after(Budgeted& budget, const std::vector<uint32_t>& tokens) {
   for (uint32_t token : tokens) {
     EXPECT_FALSE(budget.forced()) << "forced before the budget was spent";
     budget.accept(token, token == kLine ? "x\n" : token == kOpen ? "<think>" : "word");
@@ -29,7 +44,7 @@ std::vector<uint32_t> forced_after(ThinkingBudget& budget, const std::vector<uin
 }
 
 TEST(ThinkingBudget, ClosesAnOpenThoughtWithANewlineTheTagAndTheSeparator) {
-  ThinkingBudget budget(3, AnswerStart::after_think, closing(), true);
+  Budgeted budget(3, AnswerStart::after_think, true);
   EXPECT_EQ(forced_after(budget, {kWord, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
   EXPECT_TRUE(budget.closed_it());
   budget.accept(kWord, "answer");
@@ -37,39 +52,39 @@ TEST(ThinkingBudget, ClosesAnOpenThoughtWithANewlineTheTagAndTheSeparator) {
 }
 
 TEST(ThinkingBudget, NoExtraNewlineWhenTheThoughtEndedOne) {
-  ThinkingBudget budget(2, AnswerStart::after_think, closing(), true);
+  Budgeted budget(2, AnswerStart::after_think, true);
   EXPECT_EQ(forced_after(budget, {kWord, kLine}), (std::vector<uint32_t>{kClose, kSeparator}));
 }
 
 TEST(ThinkingBudget, UnderAGrammarTheSeparatorIsLeftToIt) {
-  ThinkingBudget budget(1, AnswerStart::after_think, closing(), false);
+  Budgeted budget(1, AnswerStart::after_think, false);
   EXPECT_EQ(forced_after(budget, {kWord}), (std::vector<uint32_t>{kNewline, kClose}));
 }
 
 TEST(ThinkingBudget, AModelThatClosesInTimeIsNeverTouched) {
-  ThinkingBudget budget(3, AnswerStart::after_think, closing(), true);
+  Budgeted budget(3, AnswerStart::after_think, true);
   EXPECT_EQ(forced_after(budget, {kWord, kWord, kClose, kWord, kWord, kWord}), std::vector<uint32_t>{});
   EXPECT_FALSE(budget.closed_it());
 }
 
 TEST(ThinkingBudget, ZeroClosesAtOnceTheTemplatesEmptyBlock) {
   // thinking-2507: the prompt ends "<think>\n", so the block closes with </think> and "\n\n".
-  ThinkingBudget opened(0, AnswerStart::after_think, closing(), true);
+  Budgeted opened(0, AnswerStart::after_think, true);
   EXPECT_EQ(forced_after(opened, {}), (std::vector<uint32_t>{kClose, kSeparator}));
   // A hybrid checkpoint that opens <think> itself: "\n" first, as the template writes it.
-  ThinkingBudget hybrid(0, AnswerStart::maybe_think, closing(), true);
+  Budgeted hybrid(0, AnswerStart::maybe_think, true);
   EXPECT_EQ(forced_after(hybrid, {kOpen}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
 }
 
 TEST(ThinkingBudget, AnswersThatDoNotThinkAreNotCounted) {
-  ThinkingBudget direct(1, AnswerStart::maybe_think, closing(), true);
+  Budgeted direct(1, AnswerStart::maybe_think, true);
   EXPECT_EQ(forced_after(direct, {kWord, kWord, kWord}), std::vector<uint32_t>{}) << "no <think>: nothing to close";
-  ThinkingBudget never(0, AnswerStart::at_once, closing(), true);
+  Budgeted never(0, AnswerStart::at_once, true);
   EXPECT_EQ(forced_after(never, {kWord, kOpen, kWord}), std::vector<uint32_t>{});
 }
 
 TEST(ThinkingBudget, TheHybridBudgetCountsFromInsideTheBlock) {
-  ThinkingBudget budget(2, AnswerStart::maybe_think, closing(), true);
+  Budgeted budget(2, AnswerStart::maybe_think, true);
   EXPECT_EQ(forced_after(budget, {kOpen, kWord, kWord}), (std::vector<uint32_t>{kNewline, kClose, kSeparator}));
 }
 

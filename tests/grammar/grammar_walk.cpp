@@ -38,7 +38,7 @@ bool closes_something(std::string_view bytes) { return bytes.find_first_of("\"]}
 
 Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenizer& tokenizer,
                    const std::vector<bool>& closing_tokens, ConstraintCache& cache, std::span<const uint32_t> stop,
-                   ThinkTokens think, std::mt19937_64& random) {
+                   std::mt19937_64& random) {
   KIPP_ASSIGN(const std::string text, read_text_file(path));
   nlohmann::json schema;
   try {
@@ -54,8 +54,9 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
   KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(compiled->grammar)));
   const std::shared_ptr<grammar::TokenMasks> masks = cache.masks_for(std::move(automaton));
   std::vector<uint32_t> any, closing;
+  const AnswerLayout answering(AnswerStart::at_once, ThinkTokens{});  // no thinking: all of it is constrained
   for (uint32_t walk = 0; walk < args.walks; ++walk) {
-    TokenConstraint constraint(masks, AnswerStart::at_once, stop, think);
+    TokenConstraint constraint(masks, stop);
     std::string out;
     bool finished = false;
     // Matcher steps (parse stacks visited) one token cost at most, and the walk's sum: what the
@@ -69,7 +70,7 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
     };
     for (uint32_t step = 0; step < args.max_tokens && !finished; ++step) {
       const uint64_t steps_before = masks->automaton().steps();
-      KIPP_ASSIGN(const AllowedTokens* allowed, constraint.allowed());
+      KIPP_ASSIGN(const AllowedTokens* allowed, constraint.allowed(answering));
       if (allowed->count() == 0) return fail(path, ": no token allowed after ", nlohmann::json(out).dump());
       any.clear();
       closing.clear();
@@ -89,7 +90,7 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
       }
       const std::vector<uint32_t>& pool = !closing.empty() && random() % 2 == 0 ? closing : any;
       const uint32_t token = pool[random() % pool.size()];
-      KIPP_TRY(constraint.accept(token, tokenizer.token_bytes(token)));
+      KIPP_TRY(constraint.accept(token, tokenizer.token_bytes(token), TokenRole::answer));
       count_steps(steps_before);
       out += tokenizer.token_bytes(token);
     }
@@ -107,7 +108,6 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
 Status run(const WalkArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   KIPP_ASSIGN(const Tokenizer tokenizer, Tokenizer::create(model->tokenizer()));
-  KIPP_ASSIGN(const ThinkTokens think, find_think_tokens(tokenizer));
   const std::vector<uint32_t> stop = model->checkpoint().stop_ids();
   if (stop.empty()) return fail(args.model, ": the checkpoint has no stop token");
   ConstraintCache cache(tokenizer);
@@ -116,7 +116,7 @@ Status run(const WalkArgs& args) {
     closing_tokens[id] = closes_something(tokenizer.token_bytes(id));
   std::mt19937_64 random(args.seed);
   for (const std::string& path : args.schemas)
-    KIPP_TRY(walk_schema(args, path, tokenizer, closing_tokens, cache, stop, think, random));
+    KIPP_TRY(walk_schema(args, path, tokenizer, closing_tokens, cache, stop, random));
   return {};
 }
 

@@ -132,29 +132,29 @@ TEST(TokenMasks, OneTokenSetsWorkIsBoundedByItsLimit) {
 TEST(TokenConstraint, OneAnswersMatcherStepsAreBoundedInAll) {
   const Tokenizer& t = tokenizer();
   const auto masks = std::make_shared<grammar::TokenMasks>(matcher_of(list_grammar()), constrained_vocabulary(t));
-  const ThinkTokens think = find_think_tokens(t).value();
+  const AnswerLayout answering(AnswerStart::at_once, find_think_tokens(t).value());
   const std::vector<uint32_t> stop = {151645};
   const std::vector<uint32_t> ids = t.encode("[1, \"a\", 22]").value();
   // What the whole text costs with no limit, from a fresh matcher.
   uint64_t needed = 0;
   {
     const auto fresh = std::make_shared<grammar::TokenMasks>(matcher_of(list_grammar()), constrained_vocabulary(t));
-    TokenConstraint unbounded(fresh, AnswerStart::at_once, stop, think);
+    TokenConstraint unbounded(fresh, stop);
     for (uint32_t id : ids) {
-      ASSERT_TRUE(unbounded.allowed().ok());
-      ASSERT_TRUE(unbounded.accept(id, t.token_bytes(id)).ok());
+      ASSERT_TRUE(unbounded.allowed(answering).ok());
+      ASSERT_TRUE(unbounded.accept(id, t.token_bytes(id), TokenRole::answer).ok());
     }
     needed = fresh->automaton().steps();
   }
   ASSERT_GT(needed, 100u);
-  TokenConstraint bounded(masks, AnswerStart::at_once, stop, think, std::nullopt, needed / 2);
+  TokenConstraint bounded(masks, stop, std::nullopt, needed / 2);
   Status failed;
   for (uint32_t id : ids) {
-    if (auto allowed = bounded.allowed(); !allowed) {
+    if (auto allowed = bounded.allowed(answering); !allowed) {
       failed = allowed.error();
       break;
     }
-    if (failed = bounded.accept(id, t.token_bytes(id)); !failed) break;
+    if (failed = bounded.accept(id, t.token_bytes(id), TokenRole::answer); !failed) break;
   }
   ASSERT_FALSE(failed.ok());
   EXPECT_TRUE(failed.error().over_limit);
@@ -218,14 +218,14 @@ TEST(TokenConstraint, RandomWalksEndInSentences) {
   const Tokenizer& t = tokenizer();
   ConstraintCache cache(t);
   auto masks = cache.masks_for(matcher_of(list_grammar()));
-  const ThinkTokens think = find_think_tokens(t).value();
+  const AnswerLayout answering(AnswerStart::at_once, find_think_tokens(t).value());
   const std::vector<uint32_t> stop = {151645};
   std::mt19937 random(7);
   for (int walk = 0; walk < 40; ++walk) {
-    TokenConstraint constraint(masks, AnswerStart::at_once, stop, think);
+    TokenConstraint constraint(masks, stop);
     std::string text;
     for (int step = 0; step < 400; ++step) {
-      const AllowedTokens* allowed = constraint.allowed().value();
+      const AllowedTokens* allowed = constraint.allowed(answering).value();
       ASSERT_NE(allowed, nullptr);
       ASSERT_GT(allowed->count(), 0u) << text;
       const bool complete = grammar::check_text(masks->automaton(), text).value().complete;
@@ -234,13 +234,25 @@ TEST(TokenConstraint, RandomWalksEndInSentences) {
       // Prefer ending once possible, now and then, so walks finish.
       if (complete && (choices == 0 || random() % 4 == 0)) break;
       const uint32_t token = nth_token(*allowed->set, random() % choices);
-      ASSERT_TRUE(constraint.accept(token, t.token_bytes(token)).ok());
+      ASSERT_TRUE(constraint.accept(token, t.token_bytes(token), TokenRole::answer).ok());
       text += t.token_bytes(token);
       ASSERT_TRUE(grammar::check_text(masks->automaton(), text).value().prefix) << text;
     }
   }
   EXPECT_EQ(cache.size(), 1u);
 }
+
+// A constraint and the layout it consults, fed tokens as the decoder feeds them.
+struct LaidOut {
+  LaidOut(std::shared_ptr<grammar::TokenMasks> masks, AnswerStart start, std::span<const uint32_t> stop,
+          ThinkTokens think)
+      : layout(start, think), constraint(std::move(masks), stop) {}
+  Result<const AllowedTokens*> allowed() { return constraint.allowed(layout); }
+  Status accept(uint32_t token, std::string_view bytes) { return constraint.accept(token, bytes, layout.take(token)); }
+
+  AnswerLayout layout;
+  TokenConstraint constraint;
+};
 
 TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   const Tokenizer& t = tokenizer();
@@ -253,7 +265,7 @@ TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   const uint32_t hello = t.encode("Hello").value()[0];
   const uint32_t bracket = t.encode("[").value()[0];
 
-  TokenConstraint hybrid(masks, AnswerStart::maybe_think, stop, think);
+  LaidOut hybrid(masks, AnswerStart::maybe_think, stop, think);
   const AllowedTokens* first = hybrid.allowed().value();
   EXPECT_TRUE(first->has(think.open));
   EXPECT_TRUE(first->has(bracket));
@@ -262,15 +274,15 @@ TEST(TokenConstraint, ThinkingIsFreeUntilItsEnd) {
   EXPECT_EQ(hybrid.allowed().value(), nullptr);  // free reasoning
   ASSERT_TRUE(hybrid.accept(hello, "Hello").ok());
   ASSERT_TRUE(hybrid.accept(think.close, t.token_bytes(think.close)).ok());
-  EXPECT_TRUE(hybrid.constraining());
+  EXPECT_FALSE(hybrid.layout.in_thought());
   EXPECT_FALSE(hybrid.allowed().value()->has(hello));
   EXPECT_FALSE(hybrid.accept(hello, "Hello").ok());
 
-  TokenConstraint direct(masks, AnswerStart::maybe_think, stop, think);
+  LaidOut direct(masks, AnswerStart::maybe_think, stop, think);
   ASSERT_TRUE(direct.accept(bracket, "[").ok());
   EXPECT_FALSE(direct.allowed().value()->has(think.open));
 
-  TokenConstraint after(masks, AnswerStart::after_think, stop, think);
+  LaidOut after(masks, AnswerStart::after_think, stop, think);
   EXPECT_EQ(after.allowed().value(), nullptr);
   EXPECT_TRUE(after.accept(stop[0], t.token_bytes(stop[0])).ok());  // the model may stop while reasoning
 }

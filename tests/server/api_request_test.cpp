@@ -373,14 +373,37 @@ TEST(ApiRequest, FuzzedBodiesAreReadOrRefusedNeverCrash) {
   EXPECT_GT(accepted, 100u) << "the mutations reach the field checks, not only the JSON parser";
 }
 
-// Every way of cutting `answer` into pieces gives the same split as the whole answer at once.
+// The part starts an answer's layout reports for `answer`, read as the decoder would take it:
+// each <think> and </think> in it one tag token, every other character a token of its own.
+std::vector<PartStart> starts_of(AnswerStart start, std::string_view answer) {
+  constexpr ThinkTokens think{1, 2};
+  AnswerLayout layout(start, think);
+  std::vector<PartStart> starts;
+  for (size_t at = 0; at < answer.size();) {
+    const std::string_view rest = answer.substr(at);
+    const size_t bytes = rest.starts_with("<think>") ? 7 : rest.starts_with("</think>") ? 8 : 1;
+    const uint32_t token = bytes == 7 ? think.open : bytes == 8 ? think.close : 3;
+    layout.report_starts(layout.take(token), at, bytes, starts);
+    at += bytes;
+  }
+  return starts;
+}
+
+// Every way of cutting `answer` into pieces gives the same split as the whole answer at once,
+// whether the part starts come with their text or (odd seeds) all before it.
 std::pair<std::string, std::string> split(AnswerStart start, const std::string& answer, uint32_t seed) {
-  ReasoningSplitter splitter(start);
+  ReasoningSplitter splitter;
+  const std::vector<PartStart> starts = starts_of(start, answer);
+  size_t next_start = 0;
   std::string reasoning, content;
   std::mt19937 rng(seed);
   for (size_t at = 0; at < answer.size();) {
     const size_t length = seed == 0 ? answer.size() : std::min<size_t>(answer.size() - at, 1 + rng() % 5);
-    splitter.push(std::string_view(answer).substr(at, length), reasoning, content);
+    size_t reached = next_start;
+    while (reached < starts.size() && (seed % 2 == 1 || starts[reached].offset < at + length)) ++reached;
+    splitter.push(std::string_view(answer).substr(at, length),
+                  std::span(starts).subspan(next_start, reached - next_start), reasoning, content);
+    next_start = reached;
     at += length;
   }
   splitter.finish(reasoning, content);
@@ -405,6 +428,16 @@ TEST(ReasoningSplitter, SplitsThinkBlocksTheSameWhateverTheChunks) {
       EXPECT_EQ(got_content, content) << answer << " seed " << seed;
     }
   }
+}
+
+TEST(ReasoningSplitter, TheTagsSpelledByOrdinaryTokensAreText) {
+  ReasoningSplitter splitter;  // thinking-2507, whose reasoning quotes the tag
+  std::string reasoning, content;
+  const std::vector<PartStart> starts = {{0, 0, true}};
+  splitter.push("Is </think> a tag?\n", starts, reasoning, content);
+  splitter.finish(reasoning, content);
+  EXPECT_EQ(reasoning, "Is </think> a tag?\n");
+  EXPECT_EQ(content, "");
 }
 
 }  // namespace
