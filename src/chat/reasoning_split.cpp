@@ -6,7 +6,8 @@ namespace kipp {
 
 void ReasoningSplitter::push(std::string_view text, std::span<const PartStart> starts, std::string& reasoning,
                              std::string& content) {
-  starts_.insert(starts_.end(), starts.begin(), starts.end());
+  for (const PartStart& start : starts)  // a call's tags, where no extractor took the call out, are text
+    if (start.part == PartStart::Part::thought || start.part == PartStart::Part::answer) starts_.push_back(start);
   held_ += text;
   drain(reasoning, content);
 }
@@ -19,7 +20,7 @@ void ReasoningSplitter::drain(std::string& reasoning, std::string& content) {
       starts_.pop_front();
       held_.erase(0, start.tag_bytes);
       held_offset_ += start.tag_bytes;
-      thought_ = start.thought;
+      thought_ = start.part == PartStart::Part::thought;
       at_part_start_ = true;
       newlines_.clear();
       continue;

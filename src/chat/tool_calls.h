@@ -5,9 +5,10 @@
 // them) stay text. Calls are found wherever they sit, also inside a think block, as Qwen3 now and
 // then puts them there.
 //
-// The extractor takes the answer's text as it is released, with the marks of the added tokens
-// decoded with it (OutputText) and the starts of its parts (AnswerLayout), and hands on the text
-// that is not part of a call, with the part starts moved to where they fall in it, for the
+// The extractor takes the answer's text as it is released, with the starts of its parts that the
+// decoder's AnswerLayout reported (a call begins at its <tool_call> token and ends at its
+// </tool_call>; a think tag inside a call cuts it), and hands on the text that is not part of a
+// call, with the reasoning's and the answer's starts moved to where they fall in it, for the
 // reasoning splitter and the client. The newlines the chat template puts between an answer and
 // its calls (and between calls) go with the calls, so that rendering the returned message again
 // gives the model's own text. A call whose JSON does not read as {"name": string, "arguments":
@@ -26,19 +27,9 @@
 
 #include "chat/chat_messages.h"
 #include "engine/answer_layout.h"
-#include "engine/output_text.h"
-#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace kipp {
-
-// The added tokens that open and close a call, with their text.
-struct ToolCallTokens {
-  uint32_t open = 0, close = 0;
-  std::string open_tag = "<tool_call>", close_tag = "</tool_call>";
-};
-// Looks them up in the tokenizer; an error when it has no such single added tokens.
-Result<ToolCallTokens> find_tool_call_tokens(const Tokenizer& tokenizer);
 
 // The JSON Schema of a forced call (tool_choice "required", or one named function): an object
 // {"name": <one of the tools>, "arguments": <that tool's parameters>}, as the chat template shows
@@ -52,38 +43,31 @@ Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const 
 
 class ToolCallExtractor {
  public:
-  ToolCallExtractor(uint32_t open_token, uint32_t close_token, std::string open_tag, std::string close_tag);
-  explicit ToolCallExtractor(const ToolCallTokens& tokens)
-      : ToolCallExtractor(tokens.open, tokens.close, tokens.open_tag, tokens.close_tag) {}
-
   struct Output {
     std::string text;                 // not part of any call, in order
     std::vector<ChatToolCall> calls;  // completed calls, in order; arguments as json.dumps writes them
     uint32_t unparsed = 0;            // calls handed on as text
-    std::vector<PartStart> starts;    // offsets counted in the text handed on, over every push
+    std::vector<PartStart> starts;    // the reasoning's and the answer's, offsets counted in the text handed on
   };
-  // `text` continues the answer; `marks` are the added tokens decoded since the last push and
-  // `starts` the part starts reported since then (offsets from the answer's start; either may come
-  // before its text does).
-  void push(std::string_view text, std::span<const AddedTokenMark> marks, std::span<const PartStart> starts,
-            Output& out);
+  // `text` continues the answer; `starts` are the part starts its layout reported since the last
+  // push (offsets from the answer's start; a start may come before its text does).
+  void push(std::string_view text, std::span<const PartStart> starts, Output& out);
   // At the answer's end: hands on what was held back (an unfinished call, as text).
   void finish(Output& out);
 
  private:
   void drain(Output& out);
-  void pass_start(Output& out);
+  void take_call_tag(const PartStart& start, Output& out);
+  void pass_start(PartStart start, Output& out);
   void plain(std::string_view text, Output& out);
   void close_call(Output& out);
+  void hand_on_call(Output& out);
 
-  const uint32_t open_token_, close_token_;
-  const std::string open_tag_, close_tag_;
-  std::deque<AddedTokenMark> marks_;  // tags still ahead
-  std::deque<PartStart> starts_;      // part starts still ahead
-  std::string buffer_;                // released text not yet looked at
-  size_t buffer_offset_ = 0;          // where buffer_ starts in the answer
-  size_t handed_on_ = 0;              // bytes handed on before this push's
-  size_t out_base_ = 0;               // out.text's size when this push began
+  std::deque<PartStart> starts_;  // still ahead of the text
+  std::string buffer_;            // released text not yet looked at
+  size_t buffer_offset_ = 0;      // where buffer_ starts in the answer
+  size_t handed_on_ = 0;          // bytes handed on before this push's
+  size_t out_base_ = 0;           // out.text's size when this push began
   bool in_call_ = false;
   bool after_call_ = false;  // newlines right after a call belong to it
   std::string newlines_;     // newlines held back: before a call they belong to it

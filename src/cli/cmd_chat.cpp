@@ -59,10 +59,11 @@ class AnswerPrinter {
  public:
   AnswerPrinter(bool hide, bool terminal) : hide_(hide), terminal_(terminal) {}
   void print(std::string_view piece, std::span<const PartStart> starts) {
-    starts_.insert(starts_.end(), starts.begin(), starts.end());
+    for (const PartStart& start : starts)  // a call's tags are text here
+      if (start.part == PartStart::Part::thought || start.part == PartStart::Part::answer) starts_.push_back(start);
     while (true) {
       if (!starts_.empty() && starts_.front().offset <= offset_) {
-        if (starts_.front().thought) enter_thinking();
+        if (starts_.front().part == PartStart::Part::thought) enter_thinking();
         else leave_thinking();
         tag_left_ = starts_.front().tag_bytes;  // written by enter/leave_thinking, dimmed
         starts_.pop_front();
@@ -107,7 +108,7 @@ class AnswerPrinter {
 // The tools of `kipp chat --tools`, and how answers may call them.
 struct ChatToolSetup {
   std::vector<ChatTool> tools;  // empty: no tools
-  ToolCallTokens tokens;
+  CallTokens tokens;
   bool calls_possible = false;                  // tool_choice is not "none"
   std::shared_ptr<grammar::TokenMasks> forced;  // required or a named function: every answer is a call
   std::optional<TokenFrame> frame;
@@ -125,7 +126,7 @@ Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokeni
   auto tools = parse_chat_tools(json);
   if (!tools) return with_context(args.tools, tools.error());
   setup.tools = std::move(*tools);
-  KIPP_ASSIGN(setup.tokens, find_tool_call_tokens(tokenizer));
+  KIPP_ASSIGN(setup.tokens, find_call_tokens(tokenizer));
   setup.calls_possible = args.tool_choice != "none";
   if (args.tool_choice == "none") sampling.banned.push_back(setup.tokens.open);
   if (args.tool_choice == "auto" || args.tool_choice == "none") return setup;
@@ -231,9 +232,7 @@ class Chat {
     cached_.resize(session_.length());
     std::string content = answer->text;
     std::vector<ChatToolCall> calls;
-    if (tools_.calls_possible) {
-      KIPP_ASSIGN(content, take_calls(answer->tokens, calls));
-    }
+    if (tools_.calls_possible) content = take_calls(*answer, calls);
     if (c_.variant == Variant::thinking_2507) content = "<think>\n" + content;  // the prompt opened it
     ChatMessage said{"assistant", content, std::nullopt, {}};
     for (const ChatToolCall& call : calls) std::printf("[call %s %s]\n", call.name.c_str(), call.arguments.c_str());
@@ -247,20 +246,12 @@ class Chat {
     return calls;
   }
 
-  // The answer's text without its calls, found by token: the tokens decoded again, with the
-  // marks of their added tokens, through the same extractor the server uses.
-  Result<std::string> take_calls(std::span<const uint32_t> tokens, std::vector<ChatToolCall>& calls) const {
-    OutputText replay(tokenizer_, {});
-    std::string text;
-    std::vector<AddedTokenMark> marks;
-    for (uint32_t token : tokens) {
-      if (std::find(stop_ids_.begin(), stop_ids_.end(), token) != stop_ids_.end()) break;
-      KIPP_TRY(replay.push(token, text, &marks));
-    }
-    replay.finish(text);
-    ToolCallExtractor extractor(tools_.tokens);
+  // The answer's text without its calls, found by token (the layout's part starts), through the
+  // same extractor the server uses.
+  static std::string take_calls(const Generation& answer, std::vector<ChatToolCall>& calls) {
+    ToolCallExtractor extractor;
     ToolCallExtractor::Output found;
-    extractor.push(text, marks, {}, found);
+    extractor.push(answer.text, answer.parts, found);
     extractor.finish(found);
     calls = std::move(found.calls);
     return std::move(found.text);

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include "util/invariant.h"
-
 namespace kipp {
 namespace {
 
@@ -61,10 +59,10 @@ Result<TakenToken> AnswerDecoder::take(uint32_t token, const LogprobsWanted* log
     taken.finish = FinishReason::stop_token;
     return taken;
   }
-  KIPP_ASSIGN(const bool stopped, output_.push(token, taken.text, &taken.added));
-  // The think block's tags are added tokens: the last mark is where the token's text begins.
-  KIPP_INVARIANT(role == TokenRole::answer || role == TokenRole::thought || !taken.added.empty());
-  layout_.report_starts(role, taken.added.empty() ? 0 : taken.added.back().offset, bytes.size(), taken.parts);
+  std::vector<AddedTokenMark> marks;
+  KIPP_ASSIGN(const bool stopped, output_.push(token, taken.text, &marks));
+  // The layout's tags are added tokens: where the token's text begins is its mark's offset.
+  layout_.report_starts(role, marks.empty() ? 0 : marks.back().offset, bytes.size(), taken.parts);
   if (stopped) taken.finish = FinishReason::stop_string;
   if (logprobs) taken.logprobs = logprobs_at_step(logprobs->row, token, logprobs->top, allowed_);
   return taken;

@@ -2,8 +2,8 @@
 // logits becomes the next token (the one a spent thinking budget names, else a sample from the
 // tokens the constraint allows), the answer's layout takes that token, and so do the sampler's
 // penalties, the constraint and the budget (each told the token's role in the layout); the stop
-// tokens and stop strings are checked, and the text that became final is released with where its
-// reasoning and its answer proper begin. What drives the steps (one session or a batch of them, drafts, max_tokens,
+// tokens and stop strings are checked, and the text that became final is released with where the
+// layout changes in it. What drives the steps (one session or a batch of them, drafts, max_tokens,
 // cancellation, timing) stays with the caller.
 #pragma once
 
@@ -42,8 +42,7 @@ struct LogprobsWanted {
 // What taking one token did.
 struct TakenToken {
   std::string text;                        // the text that became final with it
-  std::vector<AddedTokenMark> added;       // the added tokens in `text`
-  std::vector<PartStart> parts;            // where the reasoning or the answer proper begins with it
+  std::vector<PartStart> parts;            // where the answer's layout changes with it
   std::optional<FinishReason> finish;      // stop_token or stop_string: nothing more may be taken
   std::optional<LogprobsAtStep> logprobs;  // when wanted, for a token that is not a stop token
 };

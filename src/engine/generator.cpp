@@ -47,7 +47,8 @@ Result<AnswerDecoder> decoder_for(const GenerateContext& c, const GenerateOption
     budget.emplace(*options.thinking_budget, std::move(closing), !constraint);
   }
   return AnswerDecoder(c.tokenizer, c.stop_ids, std::move(sampler), options.stop,
-                       answer_layout(options.answer_start, think), std::move(constraint), std::move(budget));
+                       answer_layout(options.answer_start, think, find_call_tokens(c.tokenizer)), std::move(constraint),
+                       std::move(budget));
 }
 
 // One generate() call: the prompt evaluated, then a token chosen and taken per step, each step's
@@ -118,6 +119,7 @@ class Generator {
   Result<bool> take(uint32_t token) {
     out_.tokens.push_back(token);
     KIPP_ASSIGN(const TakenToken taken, decoder_.take(token));
+    out_.parts.insert(out_.parts.end(), taken.parts.begin(), taken.parts.end());
     emit(taken.text, taken.parts);
     if (taken.finish) {
       out_.finish = *taken.finish;

@@ -54,6 +54,7 @@ struct GenerationTimings {
 
 struct Generation {
   std::string text;              // what was streamed: no stop token, nothing from a stop string on
+  std::vector<PartStart> parts;  // where the answer's layout changes in `text` (and past it, cut by a stop string)
   std::vector<uint32_t> tokens;  // every sampled token, the stop token included
   FinishReason finish = FinishReason::length;
   std::string stop;  // the stop string that matched, or the stop token's text

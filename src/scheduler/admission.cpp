@@ -166,7 +166,7 @@ Status Scheduler::start_sequences(Request& request, uint32_t positions) {
     if (!sampler) return sampler.error();
     if (!session) return session.error();
     sequence->decoder.emplace(tokenizer_, stop_ids_, std::move(sampler).value(), spec.stop,
-                              answer_layout(spec.answer_start, think_tokens_), std::move(constraint),
+                              answer_layout(spec.answer_start, think_tokens_, call_tokens_), std::move(constraint),
                               std::move(budget));
     if (options_.speculate && spec.sampling.greedy()) {
       sequence->gate.emplace();

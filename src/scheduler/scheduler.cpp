@@ -32,6 +32,7 @@ Scheduler::Scheduler(BackendModel& model, const Tokenizer& tokenizer, std::vecto
       pool_(options.pool_blocks),
       constraints_(tokenizer),
       think_tokens_(find_think_tokens(tokenizer)),
+      call_tokens_(find_call_tokens(tokenizer)),
       think_closing_(find_think_closing(tokenizer)) {
   stats_.pool = pool_.stats();  // what /metrics shows before the first request: the whole pool, free
 }
@@ -286,7 +287,6 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
   update.choice = sequence.choice;
   update.generated = sequence.generated;
   update.text = std::move(taken.text);
-  update.added = std::move(taken.added);
   update.parts = std::move(taken.parts);
   std::optional<FinishReason> finish = taken.finish;
   if (finish == FinishReason::stop_string) update.stop = decoder.matched_stop();
@@ -305,8 +305,8 @@ Status Scheduler::sample(Sequence& sequence, std::span<const float> logits) {
     if (!update.tokens.empty()) update.tokens.back().text += tail;
   }
   update.finish = finish;
-  // Marks and part starts may come before their text, which a stop string can hold back.
-  if (!update.text.empty() || !update.tokens.empty() || !update.added.empty() || !update.parts.empty() || finish)
+  // Part starts may come before their text, which a stop string can hold back.
+  if (!update.text.empty() || !update.tokens.empty() || !update.parts.empty() || finish)
     if (request.spec.on_update) request.spec.on_update(update);
   if (finish) finish_sequence(sequence);
   return {};

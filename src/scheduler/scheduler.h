@@ -61,8 +61,7 @@ struct ChoiceUpdate {
   uint32_t choice = 0;
   std::string text;
   std::vector<TokenReport> tokens;     // only when the request asked for logprobs
-  std::vector<AddedTokenMark> added;   // added tokens decoded with this update (offsets in the choice's text)
-  std::vector<PartStart> parts;        // where the reasoning or the answer proper begins (same offsets)
+  std::vector<PartStart> parts;        // where the answer's layout changes (offsets in the choice's text)
   uint32_t generated = 0;              // tokens the choice has sampled so far, this update's included
   std::optional<FinishReason> finish;  // set on the choice's last update
   std::string stop;                    // FinishReason::stop_string: the stop string that matched
@@ -189,6 +188,7 @@ class Scheduler {
   KvBlockPool pool_;
   ConstraintCache constraints_;  // scheduler thread only
   const Result<ThinkTokens> think_tokens_;
+  const Result<CallTokens> call_tokens_;      // every answer's layout follows its calls where the tokenizer has them
   const Result<ThinkClosing> think_closing_;  // for thinking budgets
 
   mutable std::mutex mutex_;  // guards waiting_, stopping_ and stats_

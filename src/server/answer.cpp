@@ -7,14 +7,14 @@ Answer::Answer(const AnswerOptions& options, ToolCallCounts& counts)
       call_id_prefix_(options.call_id_prefix),
       counts_(counts),
       call_ids_(std::random_device{}()) {
-  if (options.tool_tokens) extractor_.emplace(*options.tool_tokens);
+  if (options.find_calls) extractor_.emplace();
 }
 
 AnswerPiece Answer::take(const ChoiceUpdate& update) {
   AnswerPiece piece;
   ToolCallExtractor::Output found;
   if (extractor_) {
-    extractor_->push(update.text, update.added, update.parts, found);
+    extractor_->push(update.text, update.parts, found);
     if (update.finish) extractor_->finish(found);
     counts_.unparsed += found.unparsed;
   } else {
@@ -46,7 +46,7 @@ AnswerPiece Answer::take(const ChoiceUpdate& update) {
   // Reasoning tokens: those up to </think>; all of them when the answer never left its think
   // block (cut by max_tokens there, it stays reasoning).
   for (const PartStart& start : update.parts)
-    if (!start.thought && !reasoning_tokens) reasoning_tokens = update.generated;
+    if (start.part == PartStart::Part::answer && !reasoning_tokens) reasoning_tokens = update.generated;
   if (update.finish && !reasoning_tokens && !reasoning.empty() && content.empty() && calls.empty())
     reasoning_tokens = update.generated;
   tokens.insert(tokens.end(), update.tokens.begin(), update.tokens.end());

@@ -55,7 +55,7 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
-    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_tool_call_tokens(tokenizer)) {
+    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_call_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
   for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(to_read_); });
@@ -353,7 +353,7 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
 
   const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   AnswerOptions answer;
-  answer.tool_tokens = calls_possible ? &tool_tokens_.value() : nullptr;
+  answer.find_calls = calls_possible;
   answer.parallel_calls = request.parallel_tool_calls;
   std::shared_ptr<Responder> responder;
   if (endpoint == Endpoint::messages) {

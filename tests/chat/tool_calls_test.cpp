@@ -1,45 +1,74 @@
 // The tool-call extractor on answers written as Qwen3 writes calls: tags that are added tokens
-// (marked) and the same characters spelled by ordinary tokens (not marked). Token ids here are
-// stand-ins; the server test runs the real ones.
+// (followed by the answer's layout, which reports where calls begin and end) and the same
+// characters spelled by ordinary tokens. Token ids here are stand-ins; the server test runs the
+// real ones.
 #include "chat/tool_calls.h"
-#include "chat/reasoning_split.h"
 
 #include <gtest/gtest.h>
+
+#include "chat/reasoning_split.h"
 
 namespace kipp {
 namespace {
 
-constexpr uint32_t kOpen = 7, kClose = 8;
-const std::string kOpenTag = "<tool_call>", kCloseTag = "</tool_call>";
+constexpr ThinkTokens kThink{1, 2};
+constexpr CallTokens kCall{7, 8};
+constexpr uint32_t kText = 3;
 
-// An answer assembled from pieces, some of them tag tokens.
+// An answer assembled from pieces, each one token (some of them tags), taken by its layout as
+// the decoder takes them.
 struct Answer {
+  explicit Answer(AnswerStart start = AnswerStart::at_once) : layout(start, kThink, kCall) {}
+  Answer& plain(const std::string& s) { return token(kText, s); }
+  Answer& open() { return token(kCall.open, "<tool_call>"); }
+  Answer& close() { return token(kCall.close, "</tool_call>"); }
+  Answer& end_thought() { return token(kThink.close, "</think>"); }
+  Answer& token(uint32_t id, const std::string& s) {
+    layout.report_starts(layout.take(id), text.size(), s.size(), starts);
+    text += s;
+    return *this;
+  }
+
+  AnswerLayout layout;
   std::string text;
-  std::vector<AddedTokenMark> marks;
-  Answer& plain(const std::string& s) {
-    text += s;
-    return *this;
-  }
-  Answer& open() { return tag(kOpen, kOpenTag); }
-  Answer& close() { return tag(kClose, kCloseTag); }
-  Answer& tag(uint32_t id, const std::string& s) {
-    marks.push_back({text.size(), id});
-    text += s;
-    return *this;
-  }
+  std::vector<PartStart> starts;
 };
 
 ToolCallExtractor::Output extract(const Answer& answer, size_t piece = SIZE_MAX) {
-  ToolCallExtractor extractor(kOpen, kClose, kOpenTag, kCloseTag);
+  ToolCallExtractor extractor;
   ToolCallExtractor::Output out;
   for (size_t at = 0; at < answer.text.size(); at += piece) {
-    // Marks go with the first piece: they may come before their text, as when a stop string holds it.
+    // Starts go with the first piece: they may come before their text, as when a stop string holds it.
     extractor.push(std::string_view(answer.text).substr(at, piece),
-                   at == 0 ? std::span<const AddedTokenMark>(answer.marks) : std::span<const AddedTokenMark>(), {},
-                   out);
+                   at == 0 ? std::span<const PartStart>(answer.starts) : std::span<const PartStart>(), out);
   }
   extractor.finish(out);
   return out;
+}
+
+// The reasoning and content of an answer through the extractor and the splitter, as the server
+// reads them, and the calls found.
+struct Split {
+  std::string reasoning, content;
+  size_t calls = 0, unparsed = 0;
+};
+Split extract_and_split(const Answer& answer, size_t piece) {
+  ToolCallExtractor extractor;
+  ReasoningSplitter splitter;
+  Split split;
+  for (size_t at = 0;; at += piece) {
+    ToolCallExtractor::Output out;
+    const bool last = at + piece >= answer.text.size();
+    extractor.push(std::string_view(answer.text).substr(at, piece),
+                   at == 0 ? std::span<const PartStart>(answer.starts) : std::span<const PartStart>(), out);
+    if (last) extractor.finish(out);
+    split.calls += out.calls.size();
+    split.unparsed += out.unparsed;
+    splitter.push(out.text, out.starts, split.reasoning, split.content);
+    if (last) break;
+  }
+  splitter.finish(split.reasoning, split.content);
+  return split;
 }
 
 TEST(ToolCalls, TakesCallsOutWithTheTemplatesNewlines) {
@@ -99,30 +128,26 @@ TEST(ToolCalls, CallsInsideThinkingAreFound) {
 // The reasoning splitter reads the text the extractor hands on: the part starts move with it, to
 // where they fall once the calls are taken out.
 TEST(ToolCalls, PartStartsMoveWithTheTextAroundCalls) {
-  Answer a;  // thinking-2507: the answer starts inside its think block, and calls from there
+  Answer a(AnswerStart::after_think);  // thinking-2507: the answer starts inside its think block, and calls from there
   a.plain("Need the weather.\n").open().plain("\n{\"name\": \"now\", \"arguments\": {}}\n").close().plain("\n");
-  const std::vector<PartStart> starts = {{0, 0, true}, {a.text.size(), 8, false}};
-  a.plain("</think>\n\nIt is late.");
+  a.end_thought().plain("\n\nIt is late.");
   for (size_t piece : {SIZE_MAX, size_t(1), size_t(3)}) {
-    ToolCallExtractor extractor(kOpen, kClose, kOpenTag, kCloseTag);
-    ReasoningSplitter splitter;
-    std::string reasoning, content;
-    size_t calls = 0;
-    for (size_t at = 0; at <= a.text.size(); at += piece) {
-      ToolCallExtractor::Output out;
-      const bool first = at == 0, last = at + piece >= a.text.size();
-      extractor.push(std::string_view(a.text).substr(at, piece),
-                     first ? std::span<const AddedTokenMark>(a.marks) : std::span<const AddedTokenMark>(),
-                     first ? std::span<const PartStart>(starts) : std::span<const PartStart>(), out);
-      if (last) extractor.finish(out);
-      calls += out.calls.size();
-      splitter.push(out.text, out.starts, reasoning, content);
-      if (last) break;
-    }
-    splitter.finish(reasoning, content);
-    EXPECT_EQ(calls, 1u) << piece;
-    EXPECT_EQ(reasoning, "Need the weather.") << piece;
-    EXPECT_EQ(content, "It is late.") << piece;
+    const Split split = extract_and_split(a, piece);
+    EXPECT_EQ(split.calls, 1u) << piece;
+    EXPECT_EQ(split.reasoning, "Need the weather.") << piece;
+    EXPECT_EQ(split.content, "It is late.") << piece;
+  }
+}
+
+TEST(ToolCalls, AThinkTagInsideACallCutsIt) {
+  Answer a(AnswerStart::after_think);
+  a.plain("A\n").open().plain("\n{\"name\": ").end_thought().plain("B");
+  for (size_t piece : {SIZE_MAX, size_t(2)}) {
+    const Split split = extract_and_split(a, piece);
+    EXPECT_EQ(split.calls, 0u);
+    EXPECT_EQ(split.unparsed, 1u) << "handed on as text";
+    EXPECT_EQ(split.reasoning, "A\n<tool_call>\n{\"name\": ") << piece;
+    EXPECT_EQ(split.content, "B") << piece;
   }
 }
 
@@ -130,6 +155,9 @@ TEST(ToolCalls, TagsOutOfPlaceAreText) {
   Answer a;
   a.plain("x").close().plain("y");
   EXPECT_EQ(extract(a).text, "x</tool_call>y");
+  Answer nested;
+  nested.open().plain("\n{\"name\": \"f\", ").open().plain("\"arguments\": {}}\n").close();
+  EXPECT_EQ(extract(nested).unparsed, 1u) << "a <tool_call> inside a call is the call's text";
 }
 
 }  // namespace

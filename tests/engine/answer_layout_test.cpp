@@ -10,7 +10,10 @@ namespace kipp {
 namespace {
 
 constexpr ThinkTokens kThink{10, 11};
+constexpr CallTokens kCall{20, 21};
 constexpr uint32_t kWord = 1;
+constexpr PartStart::Part kThought = PartStart::Part::thought, kAnswer = PartStart::Part::answer,
+                          kCallPart = PartStart::Part::call, kAfterCall = PartStart::Part::after_call;
 
 struct Taken {
   std::vector<TokenRole> roles;
@@ -34,7 +37,7 @@ TEST(AnswerLayout, AHybridAnswerThinksOnlyWhenItOpensWithThink) {
   EXPECT_EQ(a.roles, (std::vector<TokenRole>{TokenRole::opens_thought, TokenRole::thought, TokenRole::thought,
                                              TokenRole::closes_thought, TokenRole::answer, TokenRole::answer}));
   EXPECT_EQ(thinking.thought_tokens(), 2u);
-  EXPECT_EQ(a.starts, (std::vector<PartStart>{{0, 4, true}, {12, 4, false}}));
+  EXPECT_EQ(a.starts, (std::vector<PartStart>{{0, 4, kThought}, {12, 4, kAnswer}}));
 
   AnswerLayout direct(AnswerStart::maybe_think, kThink);
   const Taken b = take_all(direct, {kWord, kThink.open, kWord, kThink.close});
@@ -49,10 +52,11 @@ TEST(AnswerLayout, AThinking2507AnswerStartsInsideItsBlock) {
   EXPECT_FALSE(layout.may_open_thought());
   const Taken taken = take_all(layout, {kWord, kThink.close, kWord});
   EXPECT_EQ(taken.roles, (std::vector<TokenRole>{TokenRole::thought, TokenRole::closes_thought, TokenRole::answer}));
-  EXPECT_EQ(taken.starts, (std::vector<PartStart>{{0, 0, true}, {4, 4, false}}));
+  EXPECT_EQ(taken.starts, (std::vector<PartStart>{{0, 0, kThought}, {4, 4, kAnswer}}));
 
   AnswerLayout closed_at_once(AnswerStart::after_think, kThink);
-  EXPECT_EQ(take_all(closed_at_once, {kThink.close}).starts, (std::vector<PartStart>{{0, 0, true}, {0, 4, false}}));
+  EXPECT_EQ(take_all(closed_at_once, {kThink.close}).starts,
+            (std::vector<PartStart>{{0, 0, kThought}, {0, 4, kAnswer}}));
 }
 
 TEST(AnswerLayout, WithoutThinkingEveryTokenIsTheAnswer) {
@@ -61,9 +65,30 @@ TEST(AnswerLayout, WithoutThinkingEveryTokenIsTheAnswer) {
   EXPECT_EQ(taken.roles, std::vector<TokenRole>(3, TokenRole::answer));
   EXPECT_TRUE(taken.starts.empty());
   // A tokenizer without the think tokens cannot think: laid out as at_once whatever the start.
-  AnswerLayout cannot = answer_layout(AnswerStart::after_think, Result<ThinkTokens>(fail("no <think>")));
+  AnswerLayout cannot = answer_layout(AnswerStart::after_think, Result<ThinkTokens>(fail("no <think>")), kCall);
   EXPECT_FALSE(cannot.in_thought());
   EXPECT_EQ(cannot.take(0), TokenRole::answer);
+}
+
+TEST(AnswerLayout, CallsBeginAndEndAtTheirTagsInEitherPart) {
+  AnswerLayout layout(AnswerStart::maybe_think, kThink, kCall);
+  const Taken taken = take_all(layout, {kThink.open, kCall.open, kWord, kCall.close, kThink.close, kCall.close,
+                                        kCall.open, kCall.open, kCall.close});
+  EXPECT_EQ(taken.starts, (std::vector<PartStart>{{0, 4, kThought},
+                                                  {4, 4, kCallPart},
+                                                  {12, 4, kAfterCall},
+                                                  {16, 4, kAnswer},
+                                                  {24, 4, kCallPart},
+                                                  {32, 4, kAfterCall}}))
+      << "a </tool_call> outside a call and a <tool_call> inside one are text";
+  EXPECT_EQ(layout.thought_tokens(), 3u) << "a call inside the block is thought";
+
+  AnswerLayout cut(AnswerStart::after_think, kThink, kCall);
+  EXPECT_EQ(take_all(cut, {kCall.open, kThink.close, kCall.close}).starts,
+            (std::vector<PartStart>{{0, 0, kThought}, {0, 4, kCallPart}, {4, 4, kAnswer}}))
+      << "</think> cuts the call: the </tool_call> after it is text";
+  AnswerLayout uncalled(AnswerStart::at_once, kThink);
+  EXPECT_TRUE(take_all(uncalled, {kCall.open, kWord, kCall.close}).starts.empty()) << "no call tokens: no calls";
 }
 
 }  // namespace

@@ -433,7 +433,7 @@ TEST(ReasoningSplitter, SplitsThinkBlocksTheSameWhateverTheChunks) {
 TEST(ReasoningSplitter, TheTagsSpelledByOrdinaryTokensAreText) {
   ReasoningSplitter splitter;  // thinking-2507, whose reasoning quotes the tag
   std::string reasoning, content;
-  const std::vector<PartStart> starts = {{0, 0, true}};
+  const std::vector<PartStart> starts = {{0, 0, PartStart::Part::thought}};
   splitter.push("Is </think> a tag?\n", starts, reasoning, content);
   splitter.finish(reasoning, content);
   EXPECT_EQ(reasoning, "Is </think> a tag?\n");
