@@ -7,18 +7,39 @@
 
 namespace kipp {
 
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// A tool's parameters as a resource of their own inside the call's schema: with an $id (unless they
+// have one), the local references that libraries write ("#/$defs/Pet" from pydantic and zod,
+// "#/definitions/Pet" from older ones, "#" for a recursive type) resolve against the parameters,
+// where those definitions are, and not against the call's root. Parameters that declare draft 4
+// get its "id" too: their "$id" makes the embedded "$schema" count, and draft 4 then reads "id".
+Json embedded_parameters(const ChatTool& tool, size_t index) {
+  Json parameters = tool.parameters.empty() ? Json{{"type", "object"}} : tool.parameters;
+  if (!parameters.is_object() || parameters.contains("$id") || parameters.contains("id")) return parameters;
+  const std::string id = "urn:kipp:tool-parameters:" + std::to_string(index);
+  parameters["$id"] = id;
+  const Json dialect = parameters.value("$schema", Json());
+  if (dialect.is_string() && dialect.get<std::string>().find("draft-04") != std::string::npos) parameters["id"] = id;
+  return parameters;
+}
+
+}  // namespace
+
 Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const std::string& only) {
-  using Json = nlohmann::ordered_json;
   if (tools.empty()) return fail("a call is forced, but no tools are offered");
   ForcedCall forced;
   Json alternatives = Json::array();
-  for (const ChatTool& tool : tools) {
+  for (size_t index = 0; index < tools.size(); ++index) {
+    const ChatTool& tool = tools[index];
     if (!only.empty() && tool.name != only) continue;
-    Json arguments = tool.parameters.empty() ? Json{{"type", "object"}} : tool.parameters;
-    alternatives.push_back({{"type", "object"},
-                            {"properties", {{"name", {{"const", tool.name}}}, {"arguments", std::move(arguments)}}},
-                            {"required", {"name", "arguments"}},
-                            {"additionalProperties", false}});
+    alternatives.push_back(
+        {{"type", "object"},
+         {"properties", {{"name", {{"const", tool.name}}}, {"arguments", embedded_parameters(tool, index)}}},
+         {"required", {"name", "arguments"}},
+         {"additionalProperties", false}});
     forced.strict = forced.strict && tool.strict;
   }
   if (alternatives.empty()) return fail("names the function '", only, "', which the tools do not offer");

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "chat/reasoning_split.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 
 namespace kipp {
 namespace {
@@ -158,6 +160,47 @@ TEST(ToolCalls, TagsOutOfPlaceAreText) {
   Answer nested;
   nested.open().plain("\n{\"name\": \"f\", ").open().plain("\"arguments\": {}}\n").close();
   EXPECT_EQ(extract(nested).unparsed, 1u) << "a <tool_call> inside a call is the call's text";
+}
+
+// Whether `call` is a sentence of the forced-call schema of `tools` (`only` as forced_call_schema takes it).
+bool forced_call_accepts(const std::vector<ChatTool>& tools, const std::string& only, const std::string& call) {
+  auto forced = forced_call_schema(tools, only);
+  EXPECT_TRUE(forced.ok());
+  auto compiled = grammar::compile_json_schema(nlohmann::json::parse(forced.value().schema.dump()));
+  EXPECT_TRUE(compiled.ok()) << compiled.error().message;
+  if (!compiled.ok()) return false;
+  auto automaton = grammar::Automaton::create(std::move(compiled.value().grammar));
+  return automaton.ok() && grammar::check_text(**automaton, call).value().complete;
+}
+
+// Tool schemas as pydantic (v2: $defs) and zod-to-json-schema (draft 7: definitions, and "#" for
+// the root of a recursive type) write them: their local references point into the parameters,
+// which the forced call's schema embeds below its own root.
+TEST(ToolCalls, ForcedCallsResolveTheReferencesOfTheToolsOwnSchema) {
+  const auto tool = [](std::string name, const char* parameters) {
+    return ChatTool{std::move(name), nlohmann::ordered_json::parse(parameters), false, ""};
+  };
+  const std::vector<ChatTool> tools = {
+      tool("adopt", R"({"$defs": {"Pet": {"properties": {"name": {"title": "Name", "type": "string"}},
+                        "required": ["name"], "title": "Pet", "type": "object"}},
+                        "properties": {"pet": {"$ref": "#/$defs/Pet"}}, "required": ["pet"],
+                        "title": "Adopt", "type": "object"})"),
+      tool("tree", R"({"type": "object", "properties": {"label": {"type": "string"},
+                       "children": {"type": "array", "items": {"$ref": "#"}}},
+                       "required": ["label"], "additionalProperties": false,
+                       "$schema": "http://json-schema.org/draft-07/schema#"})"),
+      tool("move", R"({"type": "object", "properties": {"to": {"$ref": "#/definitions/Point"}},
+                       "required": ["to"], "definitions": {"Point": {"type": "object",
+                       "properties": {"x": {"type": "number"}}, "required": ["x"], "additionalProperties": false}},
+                       "$schema": "http://json-schema.org/draft-04/schema#"})")};
+  EXPECT_TRUE(forced_call_accepts(tools, "adopt", R"({"name": "adopt", "arguments": {"pet": {"name": "Rex"}}})"));
+  EXPECT_FALSE(forced_call_accepts(tools, "adopt", R"({"name": "adopt", "arguments": {"pet": {}}})"));
+  EXPECT_TRUE(forced_call_accepts(
+      tools, "tree", R"({"name": "tree", "arguments": {"label": "a", "children": [{"label": "b", "children": []}]}})"));
+  EXPECT_FALSE(
+      forced_call_accepts(tools, "tree", R"({"name": "tree", "arguments": {"label": "a", "children": [{}]}})"));
+  EXPECT_TRUE(forced_call_accepts(tools, "", R"({"name": "move", "arguments": {"to": {"x": 1}}})"));
+  EXPECT_FALSE(forced_call_accepts(tools, "", R"({"name": "move", "arguments": {"to": {"y": 1}}})"));
 }
 
 }  // namespace

@@ -103,6 +103,26 @@ describe('tool calling through the openai client', () => {
     }
   });
 
+  // As pydantic writes a model with a nested one: the shared type under $defs, a local $ref to it.
+  test('a forced call to a tool whose schema has $defs and local $refs validates', async () => {
+    const ADOPT = { type: 'function', function: { name: 'adopt', parameters: {
+      $defs: { Pet: { properties: { name: { maxLength: 10, title: 'Name', type: 'string' } }, required: ['name'],
+        title: 'Pet', type: 'object', additionalProperties: false } },
+      properties: { pet: { $ref: '#/$defs/Pet' } }, required: ['pet'], title: 'Adopt', type: 'object',
+      additionalProperties: false } } };
+    const valid = ajv.compile(ADOPT.function.parameters);
+    for (const tool_choice of ['required', { type: 'function', function: { name: 'adopt' } }]) {
+      const answer = await ask({ tools: [ADOPT, NOW], tool_choice, parallel_tool_calls: false });
+      const choice = answer.choices[0];
+      assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice.message));
+      for (const call of choice.message.tool_calls) {
+        if (call.function.name !== 'adopt') continue;
+        const args = JSON.parse(call.function.arguments);
+        assert.ok(valid(args), `${call.function.arguments}: ${ajv.errorsText(valid.errors)}`);
+      }
+    }
+  });
+
   test('the <tool_call> token starts a call; tool_choice none never samples it', async () => {
     const before_ = await metrics(server.url);
     const pushed = { logit_bias: { [TOOL_CALL_TOKEN]: 100 }, max_tokens: 12, temperature: 0 };
