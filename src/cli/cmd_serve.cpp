@@ -36,6 +36,7 @@ struct ServeArgs {
   std::vector<std::string> served_model_names;
   std::vector<std::string> cors_origins;
   bool ignore_unknown_fields = false;
+  bool refuse_long_max_tokens = false;
   uint16_t port = 8080;
   std::optional<uint16_t> agent_port;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
@@ -96,6 +97,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.workers = args.request_workers;
   config.compile_workers = args.compile_workers;
   config.ignore_unknown_fields = args.ignore_unknown_fields;
+  config.refuse_long_max_tokens = args.refuse_long_max_tokens;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;
@@ -231,6 +233,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_flag("--ignore-unknown-fields", args->ignore_unknown_fields,
                 "Accept request fields Kipp does not know or implement instead of answering 400; each is logged "
                 "and listed in the x-kipp-ignored-fields response header");
+  sub->add_flag("--refuse-long-max-tokens", args->refuse_long_max_tokens,
+                "Answer a max_tokens past the room left in the context with 400 context_length_exceeded instead of "
+                "cutting it to that room");
   sub->add_option("--cors-origin", args->cors_origins,
                   "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
                   "docs/SERVER.md");

@@ -45,6 +45,9 @@ struct ServingLimits {
   uint32_t vocab = 0;
   // The tokens a tool call opens and closes with, when the tokenizer has them.
   std::optional<std::pair<uint32_t, uint32_t>> call_tokens;
+  // A max_tokens past the room left is refused (kipp serve --refuse-long-max-tokens) instead of cut
+  // to that room.
+  bool refuse_long_max_tokens = false;
 };
 
 struct CompletionRefusal {
@@ -58,9 +61,12 @@ struct CompletionRefusal {
 };
 
 // The scheduler's work for `ask` (without its prompt and callbacks), or why it cannot be served.
-// max_tokens defaults to 16 for a raw completion (OpenAI's default) and, for chat, to the rest of
-// the context or of the KV pool when that is smaller (a request must fit the pool to be admitted);
-// Anthropic's API always sets it.
+// The room an answer has is the rest of the context, or of the KV pool when that is smaller (a
+// request must fit the pool to be admitted). max_tokens defaults to 16 for a raw completion
+// (OpenAI's default) and, for chat, to that room; Anthropic's API always sets it. A max_tokens
+// past the room is cut to it, as llama-server and Ollama do, since agents ask for more than a
+// local context holds (Claude Code 32,000, Qwen Code 32,768): the answer then ends with `length`
+// where the room runs out. Limits that refuse it instead keep OpenAI's context_length_exceeded.
 Result<CompletionRequest, CompletionRefusal> plan_completion(const CompletionAsk& ask, const ServingLimits& limits);
 
 }  // namespace kipp

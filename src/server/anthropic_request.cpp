@@ -17,8 +17,7 @@ using Json = nlohmann::ordered_json;  // the client's key order: the template pr
 const std::set<std::string, std::less<>> kIgnored = {"metadata", "cache_control", "service_tier", "inference_geo",
                                                      "speed"};
 // Anthropic fields Kipp does not implement.
-const std::set<std::string, std::less<>> kUnsupported = {"container", "mcp_servers", "context_management",
-                                                         "diagnostics"};
+const std::set<std::string, std::less<>> kUnsupported = {"container", "mcp_servers", "diagnostics"};
 // Fields of /v1/messages that /v1/messages/count_tokens does not take.
 const std::set<std::string, std::less<>> kCreateOnly = {"max_tokens",    "stream", "stop_sequences",
                                                         "temperature",   "top_p",  "top_k",
@@ -79,6 +78,7 @@ class Reader {
     if (thinking_enabled_ && out_.max_tokens && out_.thinking_budget && *out_.thinking_budget >= *out_.max_tokens)
       return field_error("thinking.budget_tokens",
                          "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
+    KIPP_TRY(apply_thinking_contract());
     if (!system_.empty()) out_.messages.insert(out_.messages.begin(), ChatMessage{"system", system_, {}, {}});
     if (!format_.is_null())
       out_.constraint = ConstraintSource{"output_config.format.schema", ConstraintSource::Kind::json_schema,
@@ -118,6 +118,8 @@ class Reader {
       return read_thinking(value);
     } else if (key == "output_config") {
       return read_output_config(value);
+    } else if (key == "context_management") {
+      return read_context_management(value);
     } else {
       return unknown_field(key, kUnsupported.count(key) > 0,
                            count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages", limits_, out_);
@@ -133,13 +135,17 @@ class Reader {
       const std::string where = at("messages", i);
       if (!message.is_object()) return field_error(where, "must be an object with role and content");
       const Json role = message.value("role", Json());
-      if (role != "user" && role != "assistant")
-        return field_error(where + ".role",
-                           "must be \"user\" or \"assistant\" (the system prompt is the top-level system field)");
+      if (role != "user" && role != "assistant" && role != "system")
+        return field_error(where + ".role", "must be \"user\", \"assistant\" or \"system\"");
       for (const auto& [name, entry] : message.items())
         if (name != "role" && name != "content") return field_error(where + "." + name, "is not a field of a message");
       if (!message.contains("content")) return field_error(where + ".content", "is required");
       const Json& content = message["content"];
+      if (role == "system") {  // an instruction in the conversation (Claude Code sends one), rendered where it stands
+        KIPP_ASSIGN(std::string text, text_of(content, where + ".content"));
+        out_.messages.push_back({"system", std::move(text), {}, {}});
+        continue;
+      }
       KIPP_TRY(role == "user" ? read_user(content, where + ".content") : read_assistant(content, where + ".content"));
     }
     if (out_.messages.back().role == "assistant")
@@ -254,14 +260,17 @@ class Reader {
           function[name] = entry;
         } else if (name == "input_schema") {
           if (!entry.is_object()) return field_error(where + ".input_schema", "must be a JSON Schema object");
-        } else if (name == "strict") {
-          if (!entry.is_boolean()) return field_error(where + ".strict", "must be true or false");
+        } else if (name == "strict" || name == "defer_loading") {
+          if (!entry.is_boolean()) return field_error(where + "." + name, "must be true or false");
         } else if (name != "type" && name != "cache_control") {
           return field_error(where + "." + name, "is not supported by Kipp");
         }
       }
       if (!tool.contains("name")) return field_error(where + ".name", "is required");
       if (!tool.contains("input_schema")) return field_error(where + ".input_schema", "is required");
+      // A deferred tool is not in the model's context until a tool search finds it, as Anthropic
+      // has it: it is left out of the prompt.
+      if (tool.value("defer_loading", false)) continue;
       function["parameters"] = tool["input_schema"];
       if (tool.contains("strict")) function["strict"] = tool["strict"];
       functions.push_back({{"type", "function"}, {"function", std::move(function)}});
@@ -304,6 +313,7 @@ class Reader {
   }
 
   ApiStatus read_thinking(const Json& value) {
+    thinking_given_ = true;
     const Json type = value.is_object() ? value.value("type", Json()) : Json();
     if (!type.is_string())
       return field_error("thinking",
@@ -313,9 +323,11 @@ class Reader {
     for (const auto& [name, entry] : value.items()) {
       if (name == "type" || (name == "budget_tokens" && kind == "enabled")) continue;
       if (name == "display" && kind != "disabled") {
-        // The whole thought is returned: there is no summarizer here, and nothing to hide it from.
-        if (entry != "summarized" && !entry.is_null())
-          return field_error("thinking.display", "only \"summarized\" is supported (Kipp returns the whole thought)");
+        // "summarized" returns the whole thought (there is no summarizer here); "omitted" returns
+        // thinking blocks without their text.
+        if (entry != "summarized" && entry != "omitted" && !entry.is_null())
+          return field_error("thinking.display", "must be \"summarized\" or \"omitted\"");
+        out_.omit_thinking = entry == "omitted";
         continue;
       }
       return field_error("thinking." + name, "is not a field of a thinking setting of type " + kind);
@@ -361,6 +373,36 @@ class Reader {
     return {};
   }
 
+  // Anthropic's contract, not the checkpoint's default: no thinking unless `thinking` enables it
+  // (adaptive leaves it to the checkpoint), and none when tool_choice forces a tool, where enabling
+  // it is an error, as Anthropic answers. Thinking off closes a thinking-2507 block at once, unless
+  // output_config.effort named a budget for it.
+  ApiStatus apply_thinking_contract() {
+    const bool forced = out_.tool_choice == ToolChoice::required || out_.tool_choice == ToolChoice::named;
+    if (forced && thinking_enabled_)
+      return field_error("thinking", "may not be enabled when tool_choice forces tool use (any or tool)");
+    if (thinking_given_ && !forced) return {};
+    out_.enable_thinking = false;
+    if (forced || !out_.thinking_budget) out_.thinking_budget = 0;
+    return {};
+  }
+
+  // Context editing clears old thinking or tool results from a long conversation on Anthropic's
+  // service. Kipp renders the history as the checkpoint's template does (which drops the thinking
+  // of turns before the last user message), so an edit is accepted when it is well formed and is
+  // not applied.
+  ApiStatus read_context_management(const Json& value) {
+    if (!value.is_object()) return field_error("context_management", "must be an object");
+    for (const auto& [name, entry] : value.items()) {
+      if (name != "edits") return field_error("context_management." + name, "is not supported by Kipp");
+      if (!entry.is_array()) return field_error("context_management.edits", "must be an array");
+      for (size_t i = 0; i < entry.size(); ++i)
+        if (!entry[i].is_object() || !entry[i].value("type", Json()).is_string())
+          return field_error(at("context_management.edits", i), "must be an object with a string type");
+    }
+    return {};
+  }
+
   // One field may set the thinking budget.
   ApiStatus claim_budget(const std::string& field) {
     if (budget_field_) return field_error(field, "and " + *budget_field_ + " both set the thinking budget: send one");
@@ -373,6 +415,7 @@ class Reader {
   ApiRequest& out_;
   std::string system_;
   bool thinking_enabled_ = false;
+  bool thinking_given_ = false;  // the request has a `thinking` field
   std::optional<std::string> budget_field_;
   std::set<std::string> called_ids_;  // tool_use ids so far: a tool_result must answer one
   Json format_;

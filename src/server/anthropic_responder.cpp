@@ -14,7 +14,8 @@ class AnthropicResponder : public Responder {
       : Responder(request, std::move(exchange)),
         id_(random_id("msg_", 24)),
         model_(std::move(model)),
-        answer_(answer, counts) {
+        answer_(answer, counts),
+        omit_thinking_(request.omit_thinking) {
     if (!stream_) return;
     Json message = message_json(Json::array(), nullptr, nullptr);
     message["usage"] = {{"input_tokens", prompt_tokens},
@@ -115,6 +116,7 @@ class AnthropicResponder : public Responder {
   // Appends to the last block when it is of this kind, else opens one.
   void extend(Kind kind, const std::string& text) {
     if (blocks_.empty() || blocks_.back().kind != kind) open({kind, "", 0});
+    if (kind == Kind::thinking && omit_thinking_) return;  // the block, without its text
     blocks_.back().text += text;
     if (!stream_) return;
     Json delta = kind == Kind::thinking ? Json{{"type", "thinking_delta"}, {"thinking", text}}
@@ -142,6 +144,7 @@ class AnthropicResponder : public Responder {
 
   const std::string id_, model_;
   Answer answer_;
+  const bool omit_thinking_;  // thinking.display "omitted"
   std::vector<Block> blocks_;
   bool open_ = false;  // streaming: the last block's stop has not been sent
 };

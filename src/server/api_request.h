@@ -85,6 +85,7 @@ struct ApiRequest {
   std::vector<Prompt> prompts;
   std::vector<ChatMessage> messages;
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  bool omit_thinking = false;           // Anthropic's thinking.display "omitted": thinking blocks without their text
   // Most tokens inside the think block (thinking_budget, reasoning_effort; Anthropic's thinking).
   std::optional<uint32_t> thinking_budget;
   std::optional<uint32_t> max_tokens;  // absent: the endpoint's default

@@ -329,6 +329,7 @@ ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiReq
   serving.variant = config_.variant;
   serving.context = config_.context;
   serving.pool_positions = config_.pool_positions;
+  serving.refuse_long_max_tokens = config_.refuse_long_max_tokens;
   serving.vocab = limits_.vocab;
   if (tool_tokens_) serving.call_tokens = std::pair{tool_tokens_->open, tool_tokens_->close};
 

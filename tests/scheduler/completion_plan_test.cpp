@@ -50,12 +50,14 @@ TEST(CompletionPlan, RefusesPromptsAndAnswersPastTheContextAndBadSampling) {
 
   CompletionAsk long_answer = ask(false, 990);
   long_answer.max_tokens = 11;
-  auto past = plan_completion(long_answer, limits());
+  ServingLimits refusing = limits();
+  refusing.refuse_long_max_tokens = true;
+  auto past = plan_completion(long_answer, refusing);
   ASSERT_FALSE(past.ok());
   EXPECT_EQ(past.error().reason, Reason::answer_too_long);
   EXPECT_EQ(past.error().message, "the prompt (990 tokens) plus max_tokens (11) exceeds the context of 1000 tokens");
   long_answer.max_tokens = 10;
-  EXPECT_TRUE(plan_completion(long_answer, limits()).ok()) << "exactly filling the context";
+  EXPECT_TRUE(plan_completion(long_answer, refusing).ok()) << "exactly filling the context";
 
   CompletionAsk hot = ask(false, 10);
   hot.sampling.temperature = -1.0f;
@@ -63,6 +65,18 @@ TEST(CompletionPlan, RefusesPromptsAndAnswersPastTheContextAndBadSampling) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().reason, Reason::invalid_sampling);
   EXPECT_NE(refused.error().message.find("temperature"), std::string::npos) << refused.error().message;
+}
+
+TEST(CompletionPlan, AMaxTokensPastTheRoomLeftIsCutToIt) {
+  ServingLimits big_pool = limits();
+  big_pool.pool_positions = 5000;
+  CompletionAsk agent = ask(true, 990);
+  agent.max_tokens = 32000;  // Claude Code's
+  EXPECT_EQ(plan_completion(agent, big_pool).value().max_tokens, 10u) << "the context's room";
+  agent.longest_prompt = 500;
+  EXPECT_EQ(plan_completion(agent, limits()).value().max_tokens, 100u) << "the pool's room";
+  agent.max_tokens = 99;
+  EXPECT_EQ(plan_completion(agent, limits()).value().max_tokens, 99u) << "what fits is kept";
 }
 
 TEST(CompletionPlan, KeepsTheClientsSeedAndDrawsOneOtherwise) {

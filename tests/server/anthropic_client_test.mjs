@@ -124,6 +124,43 @@ describe('the Messages API through the Anthropic client', () => {
     assert.deepEqual(again.content, first.content, 'greedy answers repeat');
   });
 
+  // Claude Code asks for 32,000 output tokens whatever the context: they are cut to the room left,
+  // and the message ends with max_tokens where it runs out.
+  test('a max_tokens past the context is cut to the room left', async () => {
+    const context = (await (await fetch(`${server.url}/props`)).json()).n_ctx;
+    const ask = (words) => ({ model: MODEL, messages: [{ role: 'user', content: 'river '.repeat(words) }] });
+    const count = async (words) => (await client.messages.countTokens(ask(words))).input_tokens;
+    const [at100, at200] = [await count(100), await count(200)];
+    const words = 100 + Math.floor((context - 8 - at100) / ((at200 - at100) / 100));
+    const request = { ...ask(words), max_tokens: 32000, temperature: 0 };
+    const message = await client.messages.create(request);
+    checkMessage(message);
+    assert.ok(message.usage.input_tokens + message.usage.output_tokens <= context, JSON.stringify(message.usage));
+    if (message.stop_reason === 'max_tokens') assert.equal(message.usage.input_tokens + message.usage.output_tokens, context);
+  });
+
+  // The request Claude Code sends (tests/fixtures/claude_code_request.json), streamed as it asks:
+  // answered, with thinking blocks that carry no text (display "omitted").
+  test('Claude Code\'s request is answered as it sends it', async () => {
+    const sent = JSON.parse(readFileSync(new URL('../fixtures/claude_code_request.json', import.meta.url))).request;
+    const events = [];
+    const response = await fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', body: JSON.stringify(sent),
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'unused',
+        'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14,context-management-2025-06-27' } });
+    assert.equal(response.status, 200, await response.clone().text());
+    for (const line of (await response.text()).split('\n'))
+      if (line.startsWith('data: ')) events.push(JSON.parse(line.slice(6)));
+    assert.equal(events[0].type, 'message_start');
+    assert.equal(events.at(-1).type, 'message_stop');
+    for (const event of events) {
+      if (event.type === 'content_block_delta') assert.notEqual(event.delta.type, 'thinking_delta', 'omitted');
+      if (event.type === 'content_block_start' && event.content_block.type === 'thinking')
+        assert.equal(event.content_block.thinking, '');
+    }
+    const end = events.find((event) => event.type === 'message_delta');
+    assert.ok(['end_turn', 'max_tokens'].includes(end.delta.stop_reason), end.delta.stop_reason);
+  });
+
   test('streams put back together equal the message for the same seed', async () => {
     const requests = [
       { max_tokens: 24, temperature: 1, seed: 5, messages: [{ role: 'user', content: 'Tell me a story' }] },
@@ -255,7 +292,8 @@ describe('thinking budgets', () => {
       const client = anthropicFor(server);
       const messages = [{ role: 'user', content: 'Think about it' }];
       // Without a budget the tiny checkpoint's greedy thought outlasts it: the check below can fail.
-      const free = await client.messages.create({ model: THINKING_MODEL, max_tokens: 40, temperature: 0, messages });
+      const free = await client.messages.create({ model: THINKING_MODEL, max_tokens: 40, temperature: 0, messages,
+        thinking: { type: 'adaptive' } });
       assert.equal(free.content[0].type, 'thinking');
       assert.ok(free.usage.output_tokens_details.thinking_tokens > 12, JSON.stringify(free.usage));
       const budget = 8;

@@ -103,6 +103,41 @@ TEST(AnthropicRequest, ToolChoiceMapsToTheChatEndpointsChoices) {
   expect_field_error(with(R"("tools":[{"name":"f"}])"), "tools[0].input_schema");
 }
 
+// Claude Code's request as it sends it: every field read, none refused.
+TEST(AnthropicRequest, ClaudeCodesRequestIsReadWhole) {
+  std::ifstream in(std::string(KIPP_TEST_FIXTURES) + "/claude_code_request.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json sent = Json::parse(text.str())["request"];
+  const ApiRequest request = must_parse(parse_anthropic_request(sent.dump(), limits(), false), "claude code");
+  ASSERT_EQ(request.tools.size(), 2u) << "the deferred tool is left out of the prompt";
+  EXPECT_EQ(request.tools[0].name, "Bash");
+  ASSERT_EQ(request.messages.size(), 3u);
+  EXPECT_EQ(request.messages[0].role, "system");  // the top-level system field
+  EXPECT_EQ(request.messages[1].role, "user");
+  EXPECT_EQ(request.messages[2].role, "system") << "the system message in the conversation stays where it is";
+  EXPECT_TRUE(request.omit_thinking);
+  EXPECT_FALSE(request.enable_thinking) << "adaptive: the checkpoint decides";
+  EXPECT_EQ(request.thinking_budget, 16384u) << "effort high";
+  EXPECT_NE(rendered(request).find("<|im_start|>system\n# Environment"), std::string::npos) << rendered(request);
+  expect_field_error(with(R"("context_management":{"edits":[3]})"), "context_management.edits[0]");
+}
+
+// Anthropic's contract: no thinking unless `thinking` enables it, and none under forced tool use.
+TEST(AnthropicRequest, ThinkingIsOffUnlessEnabledAndUnderForcedToolUse) {
+  const ApiRequest absent = parse_fields("");
+  EXPECT_EQ(absent.enable_thinking, false);
+  EXPECT_EQ(absent.thinking_budget, 0u) << "a thinking-2507 block closes at once";
+  const std::string tool = R"("tools":[{"name":"f","input_schema":{"type":"object"}}],)";
+  for (const char* choice : {R"({"type":"any"})", R"({"type":"tool","name":"f"})"}) {
+    const ApiRequest forced = parse_fields(tool + R"("thinking":{"type":"adaptive"},"tool_choice":)" + choice);
+    EXPECT_EQ(forced.enable_thinking, false) << choice;
+    EXPECT_EQ(forced.thinking_budget, 0u) << choice;
+  }
+  const ApiRequest automatic = parse_fields(tool + R"("thinking":{"type":"adaptive"},"tool_choice":{"type":"auto"})");
+  EXPECT_FALSE(automatic.enable_thinking) << "adaptive leaves it to the checkpoint";
+}
+
 TEST(AnthropicRequest, ThinkingSetsTheBudgetOrSwitchesItOff) {
   const ApiRequest enabled = parse_fields(R"("thinking":{"type":"enabled","budget_tokens":40})");
   EXPECT_EQ(enabled.thinking_budget, 40u);
@@ -114,12 +149,17 @@ TEST(AnthropicRequest, ThinkingSetsTheBudgetOrSwitchesItOff) {
   EXPECT_FALSE(adaptive.enable_thinking);
   EXPECT_FALSE(adaptive.thinking_budget);
   EXPECT_EQ(parse_fields(R"("output_config":{"effort":"low"})").thinking_budget, 1024u);
+  expect_field_error(
+      with(
+          R"("thinking":{"type":"enabled","budget_tokens":10},"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"any"})"),
+      "thinking");
   expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":100})"), "thinking.budget_tokens");
   expect_field_error(with(R"("thinking":{"type":"enabled"})"), "thinking.budget_tokens");
   expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10},"output_config":{"effort":"low"})"),
                      "output_config.effort");
-  expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10,"display":"omitted"})"),
+  expect_field_error(with(R"("thinking":{"type":"enabled","budget_tokens":10,"display":"verbatim"})"),
                      "thinking.display");
+  EXPECT_TRUE(parse_fields(R"("thinking":{"type":"enabled","budget_tokens":10,"display":"omitted"})").omit_thinking);
 }
 
 TEST(AnthropicRequest, SamplingStopsAndFormat) {
@@ -145,8 +185,7 @@ TEST(AnthropicRequest, RefusalsNameTheField) {
   expect_field_error(R"({"model":"m","messages":[{"role":"user","content":"hi"}]})", "max_tokens");
   expect_field_error(R"({"max_tokens":5,"messages":[{"role":"user","content":"hi"}]})", "model");
   expect_field_error(R"({"model":"m","max_tokens":5,"messages":[]})", "messages");
-  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"system","content":"x"}]})",
-                     "messages[0].role");
+  expect_field_error(R"({"model":"m","max_tokens":5,"messages":[{"role":"tool","content":"x"}]})", "messages[0].role");
   expect_field_error(
       R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{}}]}]})",
       "messages[0].content[0]");

@@ -288,8 +288,21 @@ describe('kipp serve through the openai client', () => {
       await assert.rejects(client.completions.create({ model: MODEL, prompt: long, max_tokens: 4, stream }),
         (error) => error.status === 400 && error.code === 'context_length_exceeded');
     }
-    await assert.rejects(client.completions.create({ model: MODEL, prompt: 'hello', max_tokens: 5000, stream: true }),
-      (error) => error.status === 400 && error.param === 'max_tokens');
+  });
+
+  // Agents ask for more than a local context holds (Claude Code 32,000 tokens, Qwen Code 32,768):
+  // max_tokens is cut to the room left, and the answer ends with `length` where it runs out.
+  test('a max_tokens past the context is cut to the room left', async () => {
+    const context = (await (await fetch(`${server.url}/props`)).json()).n_ctx;
+    const prompt = Array.from({ length: context - 6 }, (_, i) => 1000 + ((i * 7919) % 50000));
+    const request = { model: MODEL, prompt, max_tokens: 32000, temperature: 0,
+      logit_bias: { 151643: -100, 151645: -100 } };
+    const whole = await client.completions.create(request);
+    assert.equal(whole.choices[0].finish_reason, 'length');
+    assert.equal(whole.usage.completion_tokens, 6);
+    const streamed = await collectCompletionStream(await client.completions.create({ ...request, stream: true }));
+    assert.deepEqual(streamed.texts, [whole.choices[0].text]);
+    assert.deepEqual(streamed.finish, ['length']);
   });
 
   // The 16 queue behind a streamed request that has reserved the whole KV pool (by default the
@@ -527,6 +540,21 @@ describe('a server with a tiny KV pool', () => {
       }
       const values = await metrics(server.url);
       assert.equal(metric(values, 'kipp_requests_total', 'outcome="failed"'), 0);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('a server that refuses long max_tokens', () => {
+  test('--refuse-long-max-tokens answers a max_tokens past the context with a 400', async () => {
+    const server = await startServer(kipp, instructModel, ['--refuse-long-max-tokens']);
+    try {
+      for (const stream of [false, true]) {
+        await assert.rejects(clientFor(server).completions.create({ model: MODEL, prompt: 'hello', max_tokens: 32000,
+          stream }), (error) => error.status === 400 && error.param === 'max_tokens'
+          && error.code === 'context_length_exceeded');
+      }
     } finally {
       await server.stop();
     }
