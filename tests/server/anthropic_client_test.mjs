@@ -140,9 +140,12 @@ describe('the Messages API through the Anthropic client', () => {
   });
 
   // The request Claude Code sends (tests/fixtures/claude_code_request.json), streamed as it asks:
-  // answered, with thinking blocks that carry no text (display "omitted").
+  // answered, with thinking blocks that carry no text (display "omitted"). Its max_tokens is the
+  // one CLAUDE_CODE_MAX_OUTPUT_TOKENS=64 makes it send: the default 32,000 is cut to the room left
+  // (the test above), which the tiny checkpoint's random weights would spend in full.
   test('Claude Code\'s request is answered as it sends it', async () => {
-    const sent = JSON.parse(readFileSync(new URL('../fixtures/claude_code_request.json', import.meta.url))).request;
+    const sent = { ...JSON.parse(readFileSync(new URL('../fixtures/claude_code_request.json', import.meta.url))).request,
+      max_tokens: 64 };
     const events = [];
     const response = await fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', body: JSON.stringify(sent),
       headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'unused',
