@@ -69,8 +69,8 @@ struct GenerateContext {
 };
 
 // Takes each final piece of text as soon as it is known (never empty), with the places where the
-// reasoning or the answer proper begins (AnswerLayout) that it reached: offsets from the answer's
-// first byte.
+// answer's layout changes (AnswerLayout: its reasoning, answer proper and calls begin) that it
+// reached: offsets from the answer's first byte.
 using TextSink = std::function<void(std::string_view text, std::span<const PartStart> starts)>;
 
 // Streams the answer's text to `on_text` (may be empty).

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/token_constraint.h"
+#include "engine/answer_layout.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 

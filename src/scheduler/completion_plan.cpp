@@ -43,8 +43,8 @@ Result<CompletionRequest, CompletionRefusal> plan_completion(const CompletionAsk
   work.thinking_budget = ask.thinking_budget;
   work.constraint = ask.constraint;
   if (ask.constraint_is_call && limits.call_tokens)
-    work.grammar_frame = TokenFrame{limits.call_tokens->first, limits.call_tokens->second, ask.calls_repeat};
-  if (ask.calls_banned && limits.call_tokens) work.sampling.banned.push_back(limits.call_tokens->first);
+    work.grammar_frame = TokenFrame{limits.call_tokens->open, limits.call_tokens->close, ask.calls_repeat};
+  if (ask.calls_banned && limits.call_tokens) work.sampling.banned.push_back(limits.call_tokens->open);
   return work;
 }
 

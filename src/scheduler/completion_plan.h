@@ -44,7 +44,7 @@ struct ServingLimits {
   uint32_t pool_positions = 0;  // positions the KV block pool holds in all
   uint32_t vocab = 0;
   // The tokens a tool call opens and closes with, when the tokenizer has them.
-  std::optional<std::pair<uint32_t, uint32_t>> call_tokens;
+  std::optional<CallTokens> call_tokens;
   // A max_tokens past the room left is refused (kipp serve --refuse-long-max-tokens) instead of cut
   // to that room.
   bool refuse_long_max_tokens = false;

@@ -55,7 +55,7 @@ void answer_while_loading(const HttpRequest& request, const std::shared_ptr<Http
 }
 
 ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Scheduler& scheduler)
-    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), tool_tokens_(find_call_tokens(tokenizer)) {
+    : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), call_tokens_(find_call_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
   for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(to_read_); });
@@ -250,8 +250,8 @@ ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest&
       return ApiError{400, "this is a base checkpoint: it has no chat template; use /v1/completions", "messages"};
     ChatOptions options;
     options.enable_thinking = request.enable_thinking.value_or(true);
-    if (!request.tools.empty() && !tool_tokens_)
-      return ApiError{400, "tools: " + tool_tokens_.error().message, "tools"};
+    if (!request.tools.empty() && !call_tokens_)
+      return ApiError{400, "tools: " + call_tokens_.error().message, "tools"};
     for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
     auto rendered = render_chat(config_.variant, request.messages, options);
     if (!rendered) return ApiError{400, "messages: " + rendered.error().message, "messages"};
@@ -331,7 +331,7 @@ ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiReq
   serving.pool_positions = config_.pool_positions;
   serving.refuse_long_max_tokens = config_.refuse_long_max_tokens;
   serving.vocab = limits_.vocab;
-  if (tool_tokens_) serving.call_tokens = std::pair{tool_tokens_->open, tool_tokens_->close};
+  if (call_tokens_) serving.call_tokens = *call_tokens_;
 
   auto planned = plan_completion(ask, serving);
   if (!planned.ok()) return refusal_error(planned.error(), ask.chat);

@@ -131,7 +131,7 @@ class ApiServer {
   ApiLimits limits_;
   std::mutex rejected_mutex_;
   RejectionCounts rejected_;
-  const Result<CallTokens> tool_tokens_;  // an error when the tokenizer has no call tokens: tools are refused
+  const Result<CallTokens> call_tokens_;  // an error when the tokenizer has no call tokens: tools are refused
   ToolCallCounts tool_counts_;
 
   // Requests taken and not yet answered; shared with the scheduler's callbacks, which may outlive this.

@@ -15,7 +15,7 @@ ServingLimits limits() {
   serving.context = 1000;
   serving.pool_positions = 600;
   serving.vocab = 151936;
-  serving.call_tokens = std::pair<uint32_t, uint32_t>{151657, 151658};
+  serving.call_tokens = CallTokens{151657, 151658};
   return serving;
 }
 
