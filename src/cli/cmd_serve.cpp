@@ -37,6 +37,7 @@ struct ServeArgs {
   std::vector<std::string> cors_origins;
   bool ignore_unknown_fields = false;
   bool refuse_long_max_tokens = false;
+  std::optional<uint32_t> default_max_tokens;
   uint16_t port = 8080;
   std::optional<uint16_t> agent_port;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
@@ -98,6 +99,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.compile_workers = args.compile_workers;
   config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.refuse_long_max_tokens = args.refuse_long_max_tokens;
+  config.default_max_tokens = args.default_max_tokens;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;
@@ -222,9 +224,8 @@ int run_serve(const ServeArgs& args) {
 }  // namespace
 
 Command add_serve_command(CLI::App& app) {
-  auto* sub =
-      app.add_subcommand("serve",
-                         "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, messages, metrics)");
+  auto* sub = app.add_subcommand(
+      "serve", "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, responses, messages, metrics)");
   auto args = std::make_shared<ServeArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--served-model-name", args->served_model_names,
@@ -236,6 +237,11 @@ Command add_serve_command(CLI::App& app) {
   sub->add_flag("--refuse-long-max-tokens", args->refuse_long_max_tokens,
                 "Answer a max_tokens past the room left in the context with 400 context_length_exceeded instead of "
                 "cutting it to that room");
+  sub->add_option("--default-max-tokens", args->default_max_tokens,
+                  "The output limit of a request that sets none (max_tokens, max_completion_tokens, "
+                  "max_output_tokens): agents such as Codex send none (default: the room left in the context; 16 "
+                  "for /v1/completions)")
+      ->check(CLI::Range(1, INT32_MAX));
   sub->add_option("--cors-origin", args->cors_origins,
                   "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
                   "docs/SERVER.md");

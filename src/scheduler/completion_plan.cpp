@@ -21,7 +21,7 @@ Result<CompletionRequest, CompletionRefusal> plan_completion(const CompletionAsk
                                                           std::to_string(context) + ")"};
   const uint32_t room = std::min(context, limits.pool_positions);
   const uint32_t room_left = room > longest ? room - uint32_t(longest) : 1;
-  uint32_t max_tokens = ask.max_tokens.value_or(ask.chat ? room_left : 16);
+  uint32_t max_tokens = ask.max_tokens.value_or(limits.default_max_tokens.value_or(ask.chat ? room_left : 16));
   if (longest + uint64_t(max_tokens) > context && limits.refuse_long_max_tokens)
     return CompletionRefusal{Reason::answer_too_long, "the prompt (" + std::to_string(longest) +
                                                           " tokens) plus max_tokens (" + std::to_string(max_tokens) +

@@ -48,6 +48,9 @@ struct ServingLimits {
   // A max_tokens past the room left is refused (kipp serve --refuse-long-max-tokens) instead of cut
   // to that room.
   bool refuse_long_max_tokens = false;
+  // The output limit of a request that sets none (kipp serve --default-max-tokens); absent: the
+  // endpoint's own default.
+  std::optional<uint32_t> default_max_tokens;
 };
 
 struct CompletionRefusal {
@@ -62,8 +65,9 @@ struct CompletionRefusal {
 
 // The scheduler's work for `ask` (without its prompt and callbacks), or why it cannot be served.
 // The room an answer has is the rest of the context, or of the KV pool when that is smaller (a
-// request must fit the pool to be admitted). max_tokens defaults to 16 for a raw completion
-// (OpenAI's default) and, for chat, to that room; Anthropic's API always sets it. A max_tokens
+// request must fit the pool to be admitted). max_tokens defaults to the limits' default_max_tokens,
+// else to 16 for a raw completion (OpenAI's default) and, for chat, to that room; Anthropic's API
+// always sets it. A max_tokens
 // past the room is cut to it, as llama-server and Ollama do, since agents ask for more than a
 // local context holds (Claude Code 32,000, Qwen Code 32,768): the answer then ends with `length`
 // where the room runs out. Limits that refuse it instead keep OpenAI's context_length_exceeded.

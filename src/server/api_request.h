@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,7 +34,8 @@
 
 namespace kipp::server {
 
-enum class Endpoint { completions, chat, messages };  // messages: Anthropic's /v1/messages
+// messages: Anthropic's /v1/messages; responses: OpenAI's /v1/responses.
+enum class Endpoint { completions, chat, messages, responses };
 
 struct ApiLimits {
   uint32_t vocab = 0;  // token ids must be below it
@@ -73,6 +75,14 @@ struct ConstraintSource {
 // call), or {"type": "function", "function": {"name": ...}} (that function, once).
 enum class ToolChoice { automatic, none, required, named };
 
+// What a /v1/responses request keeps for its answer: the fields the Response object repeats
+// (instructions, tools, tool_choice, text, reasoning, ...), and the namespace group of each
+// function offered inside one (its calls name it).
+struct ResponsesFields {
+  nlohmann::ordered_json echo = nlohmann::ordered_json::object();
+  std::map<std::string, std::string> namespaces;  // function name -> namespace
+};
+
 struct ApiRequest {
   Endpoint endpoint = Endpoint::completions;
   std::string model;
@@ -105,9 +115,10 @@ struct ApiRequest {
   // chat: the functions offered (rendered into the prompt), and how the answer may call them.
   std::vector<ChatTool> tools;
   ToolChoice tool_choice = ToolChoice::automatic;
-  std::string tool_choice_name;             // ToolChoice::named
-  bool parallel_tool_calls = true;          // false: at most one call is returned
-  std::vector<std::string> ignored_fields;  // accepted unhonoured (ApiLimits::ignore_unknown_fields)
+  std::string tool_choice_name;              // ToolChoice::named
+  bool parallel_tool_calls = true;           // false: at most one call is returned
+  std::vector<std::string> ignored_fields;   // accepted unhonoured (ApiLimits::ignore_unknown_fields)
+  std::optional<ResponsesFields> responses;  // /v1/responses only
 };
 
 // A request body as JSON (empty, too deeply nested or malformed bodies are refused), in the

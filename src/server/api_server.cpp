@@ -11,20 +11,30 @@
 #include "server/anthropic_responder.h"
 #include "server/api_response.h"
 #include "server/openai_responder.h"
+#include "server/responses_request.h"
+#include "server/responses_responder.h"
 #include "server/token_routes.h"
 #include "util/sha256.h"
 
 namespace kipp::server {
 namespace {
 
+// The request fields that hold the prompt and the output limit, as each endpoint names them.
+const char* prompt_field(Endpoint endpoint) {
+  return endpoint == Endpoint::completions ? "prompt" : endpoint == Endpoint::responses ? "input" : "messages";
+}
+const char* limit_field(Endpoint endpoint) {
+  return endpoint == Endpoint::responses ? "max_output_tokens" : "max_tokens";
+}
+
 // A refusal of the serving policy as the API's error: the field at fault, and OpenAI's code for a
 // context overflow.
-ApiError refusal_error(const CompletionRefusal& refusal, bool chat) {
+ApiError refusal_error(const CompletionRefusal& refusal, Endpoint endpoint) {
   switch (refusal.reason) {
     case CompletionRefusal::Reason::prompt_too_long:
-      return {400, refusal.message, chat ? "messages" : "prompt", "invalid_request_error", "context_length_exceeded"};
+      return {400, refusal.message, prompt_field(endpoint), "invalid_request_error", "context_length_exceeded"};
     case CompletionRefusal::Reason::answer_too_long:
-      return {400, refusal.message, "max_tokens", "invalid_request_error", "context_length_exceeded"};
+      return {400, refusal.message, limit_field(endpoint), "invalid_request_error", "context_length_exceeded"};
     case CompletionRefusal::Reason::invalid_sampling: break;
   }
   return {400, refusal.message, ""};  // the sampling settings: the message names the one out of range
@@ -99,10 +109,13 @@ void ApiServer::serve(Pending pending) {
   }
   const Endpoint endpoint = pending.route == Route::completions ? Endpoint::completions
                             : pending.route == Route::chat      ? Endpoint::chat
-                                                                : Endpoint::messages;
+                            : pending.route == Route::responses || pending.route == Route::input_tokens
+                                ? Endpoint::responses
+                                : Endpoint::messages;
   const ApiDialect dialect = endpoint == Endpoint::messages ? ApiDialect::anthropic : ApiDialect::openai;
+  const bool count_only = pending.route == Route::count_tokens || pending.route == Route::input_tokens;
   if (!pending.read) {
-    auto read = read_request(endpoint, pending.request, pending.route == Route::count_tokens);
+    auto read = read_request(endpoint, pending.request, count_only);
     if (!read.ok()) return reject(pending.exchange, read.error(), {}, dialect);
     pending.read = std::move(read.value());
     if (has_constraints(pending.read->request)) {
@@ -118,6 +131,9 @@ void ApiServer::serve(Pending pending) {
   }
   if (pending.route == Route::count_tokens)
     return pending.exchange->respond(json_response(200, {{"input_tokens", pending.read->prompts.front().size()}}));
+  if (pending.route == Route::input_tokens)
+    return pending.exchange->respond(json_response(200, {{"object", "response.input_tokens"},
+                                                         {"input_tokens", pending.read->prompts.front().size()}}));
   completion(endpoint, *pending.read, pending.exchange, pending.taken);
 }
 
@@ -156,6 +172,8 @@ std::span<const ApiServer::RouteEntry> ApiServer::routes() {
       {"/v1/chat/completions", "POST", nullptr, Route::chat},
       {"/v1/messages", "POST", nullptr, Route::messages},
       {"/v1/messages/count_tokens", "POST", nullptr, Route::count_tokens},
+      {"/v1/responses", "POST", nullptr, Route::responses},
+      {"/v1/responses/input_tokens", "POST", nullptr, Route::input_tokens},
       {"/tokenize", "POST", nullptr, Route::tokenize},
       {"/detokenize", "POST", nullptr, Route::detokenize},
   };
@@ -254,10 +272,12 @@ ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest&
       return ApiError{400, "tools: " + call_tokens_.error().message, "tools"};
     for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
     auto rendered = render_chat(config_.variant, request.messages, options);
-    if (!rendered) return ApiError{400, "messages: " + rendered.error().message, "messages"};
+    if (!rendered)
+      return ApiError{400, std::string(prompt_field(request.endpoint)) + ": " + rendered.error().message,
+                      prompt_field(request.endpoint)};
     prompts.emplace_back();
     texts.push_back(std::move(*rendered));
-    fields.push_back("messages");
+    fields.push_back(prompt_field(request.endpoint));
   } else {
     for (size_t i = 0; i < request.prompts.size(); ++i) {
       prompts.push_back(std::move(request.prompts[i].ids));
@@ -280,8 +300,9 @@ ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest&
 ApiResult<std::unique_ptr<ApiServer::ReadBody>> ApiServer::read_request(Endpoint endpoint, const HttpRequest& http,
                                                                         bool count_only) const {
   auto read = std::make_unique<ReadBody>();
-  KIPP_ASSIGN(read->request, endpoint == Endpoint::messages ? read_anthropic_request(http.body, limits_, count_only)
-                                                            : read_api_request(endpoint, http.body, limits_));
+  KIPP_ASSIGN(read->request, endpoint == Endpoint::messages    ? read_anthropic_request(http.body, limits_, count_only)
+                             : endpoint == Endpoint::responses ? read_responses_request(http.body, limits_, count_only)
+                                                               : read_api_request(endpoint, http.body, limits_));
   ApiRequest& request = read->request;
   if (!request.ignored_fields.empty()) {
     std::string listed;
@@ -330,11 +351,12 @@ ApiResult<CompletionRequest> ApiServer::work_for(Endpoint endpoint, const ApiReq
   serving.context = config_.context;
   serving.pool_positions = config_.pool_positions;
   serving.refuse_long_max_tokens = config_.refuse_long_max_tokens;
+  serving.default_max_tokens = config_.default_max_tokens;
   serving.vocab = limits_.vocab;
   if (call_tokens_) serving.call_tokens = *call_tokens_;
 
   auto planned = plan_completion(ask, serving);
-  if (!planned.ok()) return refusal_error(planned.error(), ask.chat);
+  if (!planned.ok()) return refusal_error(planned.error(), endpoint);
   return std::move(planned).value();
 }
 
@@ -361,6 +383,8 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
     answer.call_id_prefix = "toolu_";
     responder = make_anthropic_responder(request, config_.model_names.front(), exchange, answer, tool_counts_,
                                          uint32_t(longest));
+  } else if (endpoint == Endpoint::responses) {
+    responder = make_responses_responder(request, config_.model_names.front(), exchange, answer, tool_counts_);
   } else {
     responder = make_openai_responder(new_response_header(endpoint, config_.model_names.front()), request, tokenizer_,
                                       exchange, answer, tool_counts_, uint32_t(prompts.size() * request.n));
@@ -396,7 +420,8 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
     if (submission.verdict != Verdict::queued) {
       for (const auto& ticket : tickets) ticket->cancel();  // their on_done sends nothing: the reject answers
       if (submission.verdict == Verdict::too_large)
-        return refuse({400, submission.reason, "max_tokens", "invalid_request_error", "context_length_exceeded"});
+        return refuse(
+            {400, submission.reason, limit_field(endpoint), "invalid_request_error", "context_length_exceeded"});
       return refuse({503, submission.reason, "", "server_error", "overloaded"}, {{"Retry-After", "1"}});
     }
     tickets.push_back(submission.ticket);

@@ -1,6 +1,7 @@
-// libFuzzer target: the request bodies of both APIs, the first thing every client's bytes reach.
+// libFuzzer target: the request bodies of every API, the first thing every client's bytes reach.
 // The first byte picks the reader ('0' OpenAI chat completions, '1' completions, '2' Anthropic
-// messages, '3' Anthropic count_tokens), the rest is the body, read with the server's default
+// messages, '3' Anthropic count_tokens, '4' OpenAI responses, '5' responses input_tokens), the
+// rest is the body, read with the server's default
 // limits. Whatever it accepts goes on as the server takes it: chat prompts are rendered for each
 // chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked.
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "registry/registry.h"
 #include "server/anthropic_request.h"
 #include "server/api_request.h"
+#include "server/responses_request.h"
 
 namespace {
 
@@ -25,14 +27,16 @@ ApiResult<ApiRequest> read_body(size_t route, std::string_view body) {
     case 0: return kipp::server::parse_api_request(Endpoint::chat, body, limits);
     case 1: return kipp::server::parse_api_request(Endpoint::completions, body, limits);
     case 2: return kipp::server::parse_anthropic_request(body, limits, /*count_tokens=*/false);
-    default: return kipp::server::parse_anthropic_request(body, limits, /*count_tokens=*/true);
+    case 3: return kipp::server::parse_anthropic_request(body, limits, /*count_tokens=*/true);
+    case 4: return kipp::server::parse_responses_request(body, limits, /*input_tokens=*/false);
+    default: return kipp::server::parse_responses_request(body, limits, /*input_tokens=*/true);
   }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto input = kipp::fuzz::split_route(data, size, 4);
+  const auto input = kipp::fuzz::split_route(data, size, 6);
   if (!input) return 0;
   auto parsed = read_body(input->route, input->body);
   if (!parsed.ok()) return 0;

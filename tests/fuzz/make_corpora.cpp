@@ -6,7 +6,8 @@
 //                    hand-written seeds-src/regex;
 //   gbnf             llama.cpp's example grammars;
 //   api_request      each conversation of tests/fixtures/anthropic_openai_conversations.json as a
-//                    body of both APIs, plus the hand-written seeds-src/api_request;
+//                    body of both APIs, Codex's requests of tests/fixtures/codex_request.json, plus
+//                    the hand-written seeds-src/api_request;
 //   convert_readers  a small safetensors file, the tiny test checkpoint's config.json, and the
 //                    family's tokenizer.json cut down to its first 1,000 ids with its
 //                    tokenizer_config.json.
@@ -107,7 +108,7 @@ void collect_patterns(const Json& value, Corpus& corpus) {
 
 // The fixture's conversations as request bodies: OpenAI chat ('0'), Anthropic messages ('2') and
 // count_tokens ('3'), with the model and max_tokens each reader requires and the fixture's tools
-// where the conversation uses them.
+// where the conversation uses them; Codex's requests for the Responses API ('4', '5').
 void fixture_bodies(const fs::path& fixtures, Corpus& corpus) {
   const OrderedJson all = OrderedJson::parse(read_file(fixtures / "anthropic_openai_conversations.json"));
   for (const OrderedJson& conversation : all.at("conversations")) {
@@ -121,6 +122,14 @@ void fixture_bodies(const fs::path& fixtures, Corpus& corpus) {
     corpus.add('3', anthropic.dump());
     anthropic["max_tokens"] = 16;
     corpus.add('2', anthropic.dump());
+  }
+  // Codex's two Responses requests as it sends them ('4'), and as input_tokens takes them ('5').
+  const OrderedJson codex = OrderedJson::parse(read_file(fixtures / "codex_request.json"));
+  for (OrderedJson responses : codex.at("requests")) {
+    corpus.add('4', responses.dump());
+    for (const char* create_only : {"stream", "store", "include", "prompt_cache_key", "client_metadata"})
+      responses.erase(create_only);
+    corpus.add('5', responses.dump());
   }
 }
 

@@ -41,6 +41,19 @@ TEST(CompletionPlan, MaxTokensDefaultsToSixteenOrTheRoomLeftInTheSmallerOfContex
   EXPECT_EQ(plan_completion(asked, limits()).value().max_tokens, 42u);
 }
 
+// kipp serve --default-max-tokens: the limit of a request that sets none, on every endpoint, still
+// cut to the room left; a request's own limit stands.
+TEST(CompletionPlan, TheServersDefaultMaxTokensStandsInForAnAbsentOne) {
+  ServingLimits serving = limits();
+  serving.default_max_tokens = 64;
+  EXPECT_EQ(plan_completion(ask(true, 100), serving).value().max_tokens, 64u);
+  EXPECT_EQ(plan_completion(ask(false, 100), serving).value().max_tokens, 64u);
+  EXPECT_EQ(plan_completion(ask(true, 560), serving).value().max_tokens, 40u) << "the pool's room left";
+  CompletionAsk asked = ask(true, 100);
+  asked.max_tokens = 8;
+  EXPECT_EQ(plan_completion(asked, serving).value().max_tokens, 8u);
+}
+
 TEST(CompletionPlan, RefusesPromptsAndAnswersPastTheContextAndBadSampling) {
   auto full = plan_completion(ask(true, 1000), limits());
   ASSERT_FALSE(full.ok());
