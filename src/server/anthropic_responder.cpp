@@ -56,7 +56,7 @@ class AnthropicResponder : public Responder {
       const ApiError error = generation_error(*report.error, "api_error");
       if (!stream_) return exchange_->respond(error_response(ApiDialect::anthropic, error));
       send(named_sse_event("error", anthropic_error_json(error)));
-      if (started_) exchange_->finish();
+      end_stream();
       return;
     }
     const char* stop_reason = answer_.finish == FinishReason::length        ? "max_tokens"
@@ -76,7 +76,7 @@ class AnthropicResponder : public Responder {
                                            {"delta", {{"stop_reason", stop_reason}, {"stop_sequence", stop_sequence}}},
                                            {"usage", usage(report)}}));
     send(named_sse_event("message_stop", {{"type", "message_stop"}}));
-    exchange_->finish();
+    end_stream();
   }
 
   Json message_json(Json content, Json stop_reason, Json stop_sequence) const {

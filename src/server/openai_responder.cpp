@@ -70,7 +70,7 @@ class OpenAiResponder : public Responder {
       if (!stream_) return exchange_->respond(error_response(ApiDialect::openai, error));
       send(sse_event(error_json(error)));
       send("data: [DONE]\n\n");
-      if (started_) exchange_->finish();
+      end_stream();
       return;
     }
     if (stream_) return finish_stream(report);
@@ -126,7 +126,7 @@ class OpenAiResponder : public Responder {
       send(sse_event(chunk));
     }
     send("data: [DONE]\n\n");
-    exchange_->finish();
+    end_stream();
   }
 
   // usage.completion_tokens_details.reasoning_tokens, for chat answers.

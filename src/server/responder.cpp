@@ -25,6 +25,7 @@ void Responder::start() {
   started_ = true;
   for (std::string& event : pending_) exchange_->write(std::move(event));
   pending_.clear();
+  if (ended_) exchange_->finish();
 }
 
 void Responder::update(const ChoiceUpdate& update) {
@@ -35,7 +36,7 @@ void Responder::update(const ChoiceUpdate& update) {
 void Responder::done(const RequestReport& report) {
   std::lock_guard lock(mutex_);
   if (report.cancelled && !report.error) {  // the client is gone, or the server stops: nobody to answer
-    if (started_) exchange_->finish();
+    if (stream_) end_stream();
     return;
   }
   on_done(report);
@@ -44,6 +45,11 @@ void Responder::done(const RequestReport& report) {
 void Responder::send(std::string event) {
   if (started_) exchange_->write(std::move(event));
   else pending_.push_back(std::move(event));
+}
+
+void Responder::end_stream() {
+  if (started_) exchange_->finish();
+  else ended_ = true;
 }
 
 }  // namespace kipp::server

@@ -33,6 +33,9 @@ class Responder {
   virtual void on_done(const RequestReport& report) = 0;  // not for a cancelled request: done() ends those
   // Writes one event of the stream, or keeps it until start().
   void send(std::string event);
+  // Ends the stream: at once when it has started, else in start() after the events kept for it (a
+  // short answer can be done on the scheduler thread before its worker has started the stream).
+  void end_stream();
 
   const bool stream_;
   HttpHeaders headers_;  // x-kipp-unenforced, x-kipp-ignored-fields
@@ -42,6 +45,7 @@ class Responder {
  private:
   std::mutex mutex_;
   std::vector<std::string> pending_;
+  bool ended_ = false;  // end_stream() came before start()
 };
 
 }  // namespace kipp::server

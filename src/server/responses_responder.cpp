@@ -48,7 +48,7 @@ class ResponsesResponder : public Responder {
       response["error"] = {{"code", error.status == 400 ? "invalid_prompt" : "server_error"},
                            {"message", error.message}};
       event("response.failed", {{"response", std::move(response)}});
-      if (started_) exchange_->finish();
+      end_stream();
       return;
     }
     close_item();
@@ -56,7 +56,7 @@ class ResponsesResponder : public Responder {
     Json response = response_json(cut ? "incomplete" : "completed", &report);
     if (!stream_) return exchange_->respond(json_response(200, response, headers_));
     event(cut ? "response.incomplete" : "response.completed", {{"response", std::move(response)}});
-    exchange_->finish();
+    end_stream();
   }
 
   // The response object; `report` (usage and output) once the answer is done, else none yet.
