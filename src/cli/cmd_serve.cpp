@@ -259,7 +259,9 @@ Command add_serve_command(CLI::App& app) {
                   "Threads that compile schemas, grammars and forced calls (default 2): requests without one never "
                   "wait behind them")
       ->check(CLI::Range(1, 64));
-  sub->add_option("--step-tokens", args->step_tokens, "Prompt tokens evaluated per step (default 512)")
+  sub->add_option("--step-tokens", args->step_tokens,
+                  "Tokens evaluated per step: the decoding sequences' first, prompt chunks shared evenly in the "
+                  "rest (default 512)")
       ->check(CLI::Range(1, 65536));
   sub->add_flag("--spec", args->speculate,
                 "Greedy requests draft by prompt lookup and verify the draft in the same step: the same answer, "

@@ -94,6 +94,7 @@ bool Scheduler::try_admit(Request& request) {
   request.admitted = SchedulerClock::now();
   request.shared_blocks = shared;
   request.report.queue_seconds = seconds_between(request.submitted, request.admitted);
+  request.report.overtaken = request.overtaken;
   request.report.cached_tokens = reuse.cached_tokens();
   {
     std::lock_guard lock(mutex_);

@@ -147,28 +147,37 @@ void Scheduler::cancel_abandoned() {
       if (sequence->state != Sequence::State::done) finish_sequence(*sequence);
   }
 }
+// One step: every decoding sequence's token (and draft), then prompt chunks in what is left of
+// the step's budget (share_prefill), evaluated together in one backend call.
 void Scheduler::evaluate() {
   items_.clear();
   item_sequences_.clear();
   item_counts_.clear();
-  uint32_t prefill_budget = options_.step_tokens;
+  prefilling_.clear();
+  uint32_t decode_tokens = 0;
+  for (auto& request : running_)
+    for (auto& sequence : request->sequences) {
+      if (sequence->state == Sequence::State::decode) {
+        sequence->chunk = 1 + draft(*sequence);
+        decode_tokens += sequence->chunk;
+      } else if (sequence->state == Sequence::State::prefill) {
+        prefilling_.push_back(sequence.get());
+      }
+    }
+  // Prompts always keep a quarter of the step, so that a --step-tokens below what a full batch of
+  // drafting sequences decodes slows admissions instead of stopping them until the batch ends.
+  const uint32_t prompt_floor = std::max<uint32_t>(1, options_.step_tokens / 4);
+  share_prefill(prefilling_,
+                std::max(prompt_floor,
+                         options_.step_tokens > decode_tokens ? options_.step_tokens - decode_tokens : 0u));
   for (auto& request : running_) {
     for (auto& sequence : request->sequences) {
-      uint32_t count = 0;
-      uint32_t logit_rows = 1;
-      const uint32_t prompt = uint32_t(request->spec.prompt.size());
-      std::span<const uint32_t> tokens;
-      if (sequence->state == Sequence::State::decode) {
-        const uint32_t drafted = draft(*sequence);
-        count = 1 + drafted;
-        logit_rows = count;
-        if (drafted > 0) tokens = sequence->draft_item;
-      } else if (sequence->state == Sequence::State::prefill) {
-        count = std::min(prompt - sequence->evaluated, prefill_budget);
-        prefill_budget -= count;
-        logit_rows = sequence->evaluated + count == prompt ? 1 : 0;
-      }
+      const bool decoding = sequence->state == Sequence::State::decode;
+      if (!decoding && sequence->state != Sequence::State::prefill) continue;
+      const uint32_t count = sequence->chunk;
       if (count == 0) continue;
+      const uint32_t prompt = uint32_t(request->spec.prompt.size());
+      const uint32_t logit_rows = decoding ? count : sequence->evaluated + count == prompt ? 1 : 0;
       // Blocks for the positions this item writes come out of the sequence's reservation.
       while (sequence->blocks.size() < kv_blocks_for(sequence->evaluated + count)) {
         auto block = pool_.take_reserved();
@@ -180,7 +189,9 @@ void Scheduler::evaluate() {
         --sequence->reservation;
       }
       if (sequence->state == Sequence::State::done) break;
-      if (tokens.empty()) tokens = std::span(sequence->tokens).subspan(sequence->evaluated, count);
+      const std::span<const uint32_t> tokens = decoding && count > 1
+                                                   ? std::span<const uint32_t>(sequence->draft_item)
+                                                   : std::span(sequence->tokens).subspan(sequence->evaluated, count);
       items_.push_back(EvalItem{sequence->session.get(), tokens, sequence->evaluated, logit_rows,
                                 sequence->logits.data(), sequence->blocks});
       item_sequences_.push_back(sequence.get());
@@ -206,6 +217,28 @@ void Scheduler::evaluate() {
                           ? verify_draft(sequence, logits)
                           : after_eval(sequence, item_counts_[i], logits);
     if (!ok) fail_request(*sequence.request, ok.error());
+  }
+}
+
+// The prompt chunks of a step: `budget` tokens shared evenly among the prefilling sequences, none
+// taking more than its prompt has left, what one leaves going to the others (in admission order
+// for the odd tokens). A short prompt that comes beside a long one is not kept waiting for the
+// long one's whole prefill (opencode's title request beside its turn); a sequence's chunks do not
+// change what it computes (the backends are chunk-invariant), only when.
+void Scheduler::share_prefill(std::span<Sequence* const> prefilling, uint32_t budget) {
+  for (Sequence* sequence : prefilling) sequence->chunk = 0;
+  size_t open = prefilling.size();  // sequences whose prompt has tokens beyond their chunk
+  while (budget > 0 && open > 0) {
+    const uint32_t share = std::max<uint32_t>(1, budget / uint32_t(open));
+    open = 0;
+    for (Sequence* sequence : prefilling) {
+      const uint32_t left = uint32_t(sequence->request->spec.prompt.size()) - sequence->evaluated - sequence->chunk;
+      const uint32_t take = std::min({share, left, budget});
+      sequence->chunk += take;
+      budget -= take;
+      if (take < left) ++open;
+      if (budget == 0) break;
+    }
   }
 }
 
@@ -353,7 +386,7 @@ void Scheduler::retire_finished() {
       continue;
     }
     if (request.has_first_token) request.report.decode_seconds = seconds_between(request.first_token, now);
-    if (request.spec.on_done) request.spec.on_done(request.report);
+    // Counted before its answer goes out, so that a client holding the answer finds it in /metrics.
     {
       std::lock_guard lock(mutex_);
       if (request.report.error) ++stats_.failed;
@@ -362,6 +395,7 @@ void Scheduler::retire_finished() {
       if (!request.report.error && !request.report.cancelled)
         stats_.request_seconds.observe(seconds_between(request.submitted, now));
     }
+    if (request.spec.on_done) request.spec.on_done(request.report);
     it = running_.erase(it);
   }
   std::lock_guard lock(mutex_);

@@ -43,7 +43,10 @@ struct SchedulerOptions {
   uint32_t pool_blocks = 0;     // 32-position KV blocks in the shared pool
   uint32_t max_sequences = 16;  // sequences (choices) evaluated together
   uint32_t max_waiting = 64;    // queued requests; beyond it submit() says the server is full
-  uint32_t step_tokens = 512;   // prompt tokens evaluated per step, over all prefilling sequences
+  // Tokens evaluated per step: every decoding sequence's token (and draft) first, then prompt
+  // chunks fill what is left (never less than a quarter of it), shared evenly among the
+  // prefilling sequences (Scheduler::evaluate).
+  uint32_t step_tokens = 512;
   // Greedy sequences draft by prompt lookup (prompt_lookup.h) and verify the draft in the same
   // step as their next token. On a batch-invariant backend the output is the same, bitwise.
   bool speculate = false;
@@ -78,6 +81,7 @@ struct RequestReport {
   uint32_t draft_tokens = 0;           // tokens drafted by prompt lookup (speculate), over all choices
   uint32_t accepted_draft_tokens = 0;  // of them, the ones the model confirmed
   double queue_seconds = 0;            // submitted -> admitted
+  uint32_t overtaken = 0;              // requests admitted past it while it was the oldest waiting
   double prompt_seconds = 0;           // admitted -> first sampled token
   double decode_seconds = 0;           // first sampled token -> done
 };
@@ -170,6 +174,7 @@ class Scheduler {
   Status start_sequences(Request& request, uint32_t positions);
   void start_siblings(Request& request);
   void evaluate();
+  void share_prefill(std::span<Sequence* const> prefilling, uint32_t budget);
   uint32_t draft(Sequence& sequence);
   Status after_eval(Sequence& sequence, uint32_t evaluated, const float* logits);
   Status verify_draft(Sequence& sequence, const float* logits);
@@ -202,6 +207,7 @@ class Scheduler {
   std::vector<EvalItem> items_;
   std::vector<Sequence*> item_sequences_;
   std::vector<uint32_t> item_counts_;
+  std::vector<Sequence*> prefilling_;  // this step's, in admission order
   std::thread thread_;
 };
 

@@ -33,6 +33,7 @@ struct Scheduler::Sequence {
   uint64_t address = 0;          // content address of the last of them
   uint32_t reservation = 0;      // blocks promised by the pool, not yet taken
   uint32_t generated = 0;
+  uint32_t chunk = 0;  // tokens this step evaluates for it: its prompt's next chunk, or its token and draft
   std::optional<AnswerDecoder> decoder;
   std::vector<float> logits;  // a row per evaluated token that wants one
   // Speculation: the last sampled token then the draft, evaluated together; and when to draft.

@@ -680,37 +680,55 @@ TEST_F(SchedulerTest, ABigRequestIsOvertakenAtMost64TimesThenGoesFirst) {
   // 40 blocks of 32 positions: the long request reserves 32, a small one 1, the big one 9.
   start({.pool_blocks = 40, .max_sequences = 8, .max_waiting = 80, .step_tokens = 64});
   std::mt19937 rng(21);
-  auto began = std::make_shared<std::pair<std::mutex, std::vector<int>>>();  // -1: the big one
-  auto on_first_update = [began](int label) {
-    return [began, label, seen = std::make_shared<bool>(false)](const ChoiceUpdate&) {
-      if (std::exchange(*seen, true)) return;
-      std::lock_guard lock(began->first);
-      began->second.push_back(label);
-    };
-  };
   std::shared_ptr<RequestTicket> long_ticket;
   auto long_outcome = submit(greedy(random_prompt(rng, 20), 1000), &long_ticket);
   const CompletionRequest big = greedy(random_prompt(rng, 250), 8);
-  CompletionRequest big_request = big;
-  big_request.on_update = on_first_update(-1);
-  auto big_outcome = submit(big_request);
+  auto big_outcome = submit(big);
   std::vector<std::future<Outcome>> small_outcomes;
-  for (int i = 0; i < 70; ++i) {
-    CompletionRequest small = greedy(random_prompt(rng, 20), 1);
-    small.on_update = on_first_update(i);
-    small_outcomes.push_back(submit(small));
-  }
+  for (int i = 0; i < 70; ++i) small_outcomes.push_back(submit(greedy(random_prompt(rng, 20), 1)));
   for (int i = 0; i < 64; ++i) EXPECT_FALSE(small_outcomes[size_t(i)].get().report.error);
   long_ticket->cancel();  // its room goes to the big one, which no small one may pass now
   EXPECT_TRUE(long_outcome.get().report.cancelled);
   const Outcome big_done = big_outcome.get();
-  for (size_t i = 64; i < small_outcomes.size(); ++i) EXPECT_FALSE(small_outcomes[i].get().report.error);
-  std::lock_guard lock(began->first);
-  const std::vector<int>& order = began->second;
-  const auto big_at = std::find(order.begin(), order.end(), -1);
-  ASSERT_NE(big_at, order.end());
-  EXPECT_EQ(big_at - order.begin(), 64) << "small requests that began before the big one";
+  for (size_t i = 64; i < small_outcomes.size(); ++i) {
+    const Outcome small = small_outcomes[i].get();
+    EXPECT_FALSE(small.report.error);
+    EXPECT_EQ(small.report.overtaken, 0u) << "behind the big one, nothing passed them";
+  }
+  EXPECT_EQ(big_done.report.overtaken, 64u) << "small requests admitted past the big one";
   EXPECT_EQ(big_done.text[0], alone(big).text);
+  expect_pool_idle();
+}
+
+// The prefill budget is shared: a short prompt that comes while a long one is evaluated chunk by
+// chunk gets its first token long before the long one does, and both answer as alone.
+TEST_F(SchedulerTest, AShortPromptBesideALongOneIsNotKeptWaitingForItsWholePrefill) {
+  start({.pool_blocks = 64, .max_sequences = 4, .max_waiting = 8, .step_tokens = 32});
+  std::mt19937 rng(31);
+  auto firsts = std::make_shared<std::pair<std::mutex, std::vector<std::string>>>();
+  const auto on_first_update = [firsts](std::string label) {
+    return [firsts, label, seen = std::make_shared<bool>(false)](const ChoiceUpdate&) {
+      if (std::exchange(*seen, true)) return;
+      std::lock_guard lock(firsts->first);
+      firsts->second.push_back(label);
+    };
+  };
+  const CompletionRequest long_request = greedy(random_prompt(rng, 640), 4);
+  const CompletionRequest short_request = greedy(random_prompt(rng, 24), 4);
+  CompletionRequest first = long_request, second = short_request;
+  first.on_update = on_first_update("long");
+  second.on_update = on_first_update("short");
+  // Both queued while the scheduler is held, so that they start in the same step.
+  auto holder = submit_holding(greedy({1, 2, 3}, 1), HoldAt::end);
+  auto long_outcome = submit(first);
+  auto short_outcome = submit(second);
+  hold_.release();
+  holder.get();
+  EXPECT_EQ(short_outcome.get().text[0], alone(short_request).text);
+  EXPECT_EQ(long_outcome.get().text[0], alone(long_request).text);
+  std::lock_guard lock(firsts->first);
+  // FIFO prefill took 20 steps of the long prompt first; shared, the short one needs 2.
+  EXPECT_EQ(firsts->second, (std::vector<std::string>{"short", "long"}));
   expect_pool_idle();
 }
 
