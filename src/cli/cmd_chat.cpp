@@ -136,6 +136,7 @@ Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokeni
   KIPP_ASSIGN(ForcedCall forced, forced_call_schema(setup.tools, any ? "" : args.tool_choice));
   grammar::SchemaOptions options;
   options.strict = forced.strict;
+  options.form = args.constraint.form();
   KIPP_ASSIGN(grammar::CompiledSchema compiled, grammar::compile_json_schema(nlohmann::json(forced.schema), options));
   KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(compiled.grammar)));
   setup.forced = std::make_shared<grammar::TokenMasks>(std::move(automaton), constrained_vocabulary(tokenizer));
@@ -338,7 +339,7 @@ Command add_chat_command(CLI::App& app) {
   sub->add_option("--tool-choice", args->tool_choice,
                   "auto (default), none (no call can start), required (every answer is a call) or a function's name");
   args->sampling.add_to(*sub);
-  args->constraint.add_to(*sub);
+  args->constraint.add_to(*sub, grammar::JsonForm::tidy);
   args->backend.add_to(*sub);
   return {sub, [args] {
             if (auto done = run_chat(*args); !done) return report(done.error());

@@ -138,7 +138,7 @@ Command add_generate_command(CLI::App& app) {
   sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens to generate (default 256)");
   args->sampling.add_to(*sub);
   sub->add_option("--stop", args->stop, "Stop before this text, repeatable");
-  args->constraint.add_to(*sub);
+  args->constraint.add_to(*sub, grammar::JsonForm::tidy);
   sub->add_flag("--spec", args->speculative,
                 "Speculative decoding by prompt lookup (greedy only; same output, faster on text that repeats)");
   args->backend.add_to(*sub);

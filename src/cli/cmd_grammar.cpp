@@ -185,7 +185,7 @@ Command add_grammar_command(CLI::App& app) {
   auto* sub = app.add_subcommand("grammar",
                                  "Compile a JSON Schema or GBNF grammar without a model, and check a text against it");
   auto args = std::make_shared<GrammarArgs>();
-  args->constraint.add_to(*sub);
+  args->constraint.add_to(*sub, grammar::JsonForm::exact);
   sub->add_option("--check", args->check, "A text file: is it a whole sentence of the grammar? (exit 0 yes, 1 no)");
   sub->add_option("--model", args->model, "A Kipp .gguf artifact: token statistics over its vocabulary");
   sub->add_flag("--json", args->json, "One JSON object on stdout");

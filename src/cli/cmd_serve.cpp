@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +21,7 @@
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
 #include "cli/report.h"
+#include "grammar/json_schema.h"
 #include "model/model_file.h"
 #include "scheduler/scheduler.h"
 #include "server/agent_port.h"
@@ -38,6 +40,7 @@ struct ServeArgs {
   bool ignore_unknown_fields = false;
   bool refuse_long_max_tokens = false;
   std::optional<uint32_t> default_max_tokens;
+  grammar::JsonForm json_form = grammar::JsonForm::tidy;
   uint16_t port = 8080;
   std::optional<uint16_t> agent_port;
   uint32_t kv_pool_mib = 0;  // 0: enough for the context, at most 4 GiB
@@ -100,6 +103,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   config.ignore_unknown_fields = args.ignore_unknown_fields;
   config.refuse_long_max_tokens = args.refuse_long_max_tokens;
   config.default_max_tokens = args.default_max_tokens;
+  config.json_form = args.json_form;
   config.context = c.context;
   config.pool_positions = options.pool_blocks * kKvBlockTokens;
   if (!args.api_key.empty()) config.api_key = args.api_key;
@@ -242,6 +246,12 @@ Command add_serve_command(CLI::App& app) {
                   "max_output_tokens): agents such as Codex send none (default: the room left in the context; 16 "
                   "for /v1/completions)")
       ->check(CLI::Range(1, INT32_MAX));
+  sub->add_option("--json-form", args->json_form,
+                  "The JSON form of structured output and forced calls when a request names none (its json_form "
+                  "field): tidy (default: no member or item the schema does not list unless it needs one, "
+                  "json.dumps spacing) or exact (every instance the schema accepts); docs/STRUCTURED.md")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, grammar::JsonForm>{
+          {"tidy", grammar::JsonForm::tidy}, {"exact", grammar::JsonForm::exact}}));
   sub->add_option("--cors-origin", args->cors_origins,
                   "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
                   "docs/SERVER.md");

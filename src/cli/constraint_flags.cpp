@@ -1,6 +1,7 @@
 #include "cli/constraint_flags.h"
 
 #include <cstdio>
+#include <map>
 
 #include "engine/token_constraint.h"
 #include "grammar/gbnf.h"
@@ -9,7 +10,8 @@
 
 namespace kipp::cli {
 
-void ConstraintFlags::add_to(CLI::App& app) {
+void ConstraintFlags::add_to(CLI::App& app, grammar::JsonForm form) {
+  form_ = form;
   auto* schema = app.add_option("--json-schema", json_schema_,
                                 "Constrain the output to this JSON Schema (draft 2020-12 or draft-07), exactly");
   auto* gbnf = app.add_option("--grammar", gbnf_,
@@ -17,6 +19,13 @@ void ConstraintFlags::add_to(CLI::App& app) {
   schema->excludes(gbnf);
   app.add_flag("--not-strict", not_strict_,
                "JSON Schema: enforce what Kipp can and list the rest instead of refusing (json_schema.strict=false)");
+  app.add_option("--json-form", form_,
+                 std::string("JSON Schema and forced calls: tidy (no member or item the schema does not list unless "
+                             "it needs one, json.dumps spacing: what a model should write) or exact (every instance "
+                             "the schema accepts) (default ") +
+                     (form == grammar::JsonForm::tidy ? "tidy" : "exact") + "; docs/STRUCTURED.md)")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, grammar::JsonForm>{
+          {"tidy", grammar::JsonForm::tidy}, {"exact", grammar::JsonForm::exact}}));
 }
 
 Result<CompiledConstraint> ConstraintFlags::compile() const {
@@ -30,6 +39,7 @@ Result<CompiledConstraint> ConstraintFlags::compile() const {
   KIPP_ASSIGN(const json::Json schema, json::parse(text, json_schema_));
   grammar::SchemaOptions options;
   options.strict = !not_strict_;
+  options.form = form_;
   auto compiled = grammar::compile_json_schema(schema, options);
   if (!compiled) return with_context(json_schema_, compiled.error());
   return CompiledConstraint{std::move(compiled->grammar), std::move(compiled->unenforced)};

@@ -1,5 +1,5 @@
 // The structured-output flags `kipp generate`, `kipp chat` and `kipp grammar` share:
-// --json-schema FILE or --grammar FILE (GBNF), and --not-strict for schemas.
+// --json-schema FILE or --grammar FILE (GBNF), --not-strict and --json-form for schemas.
 #pragma once
 
 #include <memory>
@@ -23,7 +23,11 @@ struct CompiledConstraint {
 
 class ConstraintFlags {
  public:
-  void add_to(CLI::App& app);
+  // `form`: the JSON form a schema compiles to unless --json-form says otherwise (tidy where a model
+  // generates, exact where `kipp grammar` validates).
+  void add_to(CLI::App& app, grammar::JsonForm form);
+  // The form schemas compile to (--json-form): also that of `kipp chat`'s forced calls.
+  grammar::JsonForm form() const { return form_; }
   bool given() const { return !json_schema_.empty() || !gbnf_.empty(); }
   // The compiled grammar of the file given (call only when given()); a schema Kipp cannot
   // enforce exactly is refused, naming the keyword, unless --not-strict.
@@ -37,6 +41,7 @@ class ConstraintFlags {
  private:
   std::string json_schema_, gbnf_;
   bool not_strict_ = false;
+  grammar::JsonForm form_ = grammar::JsonForm::tidy;
 };
 
 }  // namespace kipp::cli

@@ -33,6 +33,18 @@
 // other negations, $dynamicRef, $recursiveRef, pattern or format beside lengths, unknown $schema.
 // Drafts 04 and 06 are read as draft-07 (with `id` and boolean exclusive bounds for draft-04);
 // `const` is enforced in draft-04 too, as ajv does.
+//
+// The tidy form (SchemaOptions::form) is the language a generating model is held to, as
+// xgrammar's strict mode and llama.cpp generate: (1) still holds, and (2) narrows to the
+// instances a schema lists. Where a schema object names members (properties or required) and says
+// nothing of others (no additionalProperties, unevaluatedProperties or patternProperties), no
+// unlisted member is written unless minProperties needs more than it names; patternProperties
+// without additionalProperties allows only keys matching its patterns; items past a prefix
+// (prefixItems, or items as an array) that nothing describes (items, additionalItems,
+// unevaluatedItems) are written only as far as minItems needs them. An object schema that names
+// no member keeps any members: it asks for an open object. Whitespace is what Python's json.dumps
+// writes, the form of the chat template's own JSON: at most one space after each ',' and ':', none
+// elsewhere (so the compact form too). `kipp grammar --check` validates with the exact form.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +63,15 @@ namespace kipp::grammar {
 
 enum class SchemaDraft { draft4, draft6, draft7, draft2019_09, draft2020_12 };
 
+// Which language a schema compiles to: every instance it accepts (exact), or the ones a generating
+// model should write (tidy, above).
+enum class JsonForm { exact, tidy };
+
 struct SchemaOptions {
-  bool strict = true;            // false: what cannot be enforced is left out and listed, not refused
-  bool assert_formats = true;    // `format` enforced (2020-12 makes it an annotation by default)
-  uint32_t max_whitespace = 16;  // longest run of whitespace allowed between tokens (0 = compact only)
+  bool strict = true;          // false: what cannot be enforced is left out and listed, not refused
+  bool assert_formats = true;  // `format` enforced (2020-12 makes it an annotation by default)
+  JsonForm form = JsonForm::exact;
+  uint32_t max_whitespace = 16;  // exact form: longest run of whitespace allowed between tokens (0 = compact only)
   SchemaDraft default_draft = SchemaDraft::draft2020_12;  // for a schema without $schema
   // Documents referenced by an absolute URI ($ref to another document); empty = refuse such refs.
   std::function<std::optional<nlohmann::json>(std::string_view uri)> load_document;

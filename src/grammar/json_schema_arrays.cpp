@@ -34,6 +34,9 @@ Result<std::optional<RuleId>> Compiler::array_rule_of(const View& view) {
   }
   KIPP_ASSIGN(const bool rest_never, is_never(shape.rest_sources));
   if (rest_never) shape.max_items = std::min<uint64_t>(shape.max_items, shape.prefix_length);
+  // The tidy form writes items past a prefix that nothing describes only as far as minItems needs.
+  if (options_.form == JsonForm::tidy && shape.prefix_length > 0 && shape.rest_sources.empty())
+    shape.max_items = std::min(shape.max_items, std::max<uint64_t>(shape.prefix_length, shape.min_items));
   if (shape.min_items > shape.max_items) return std::optional<RuleId>();
   if (shape.min_items > kMaxCount || (shape.max_items != UINT64_MAX && shape.max_items > kMaxCount)) {
     const Keyword blamed =

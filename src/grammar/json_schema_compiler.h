@@ -138,7 +138,7 @@ class Compiler {
       : options_(options),
         index_(index),
         unenforced_(unenforced),
-        layout_(JsonLayout::create(builder_, options.max_whitespace)),
+        layout_(JsonLayout::create(builder_, options)),
         depth_(depth),
         budget_(budget) {}
 
@@ -197,7 +197,8 @@ class Compiler {
   Status gather_unevaluated_properties(const View& view, ObjectShape& shape);
   Status gather_member_limits(const View& view, ObjectShape& shape);
   Result<std::optional<RuleId>> named_member(const ObjectShape& shape, const std::string& property);
-  Result<std::optional<RuleId>> additional_member(const ObjectShape& shape, bool only_required);
+  Result<std::optional<RuleId>> additional_member(const ObjectShape& shape, bool only_required, size_t listed);
+  bool unasked(const ObjectShape& shape, size_t listed) const;
   // One member: `key`, the colon, then `value`.
   RuleId member_rule(Sequence key, RuleId value, std::string_view name);
   std::optional<RuleId> object_of(const ObjectShape& shape, Permutation permutation);

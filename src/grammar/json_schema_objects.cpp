@@ -98,7 +98,7 @@ Result<std::optional<RuleId>> Compiler::object_rule_of(const View& view) {
     if (member) permutation.members.push_back({*member, required});
     else if (required) return std::optional<RuleId>();  // no value meets a required member's schemas
   }
-  KIPP_ASSIGN(permutation.additional, additional_member(shape, only_required));
+  KIPP_ASSIGN(permutation.additional, additional_member(shape, only_required, permutation.members.size()));
   return object_of(shape, std::move(permutation));
 }
 
@@ -122,7 +122,9 @@ Status Compiler::gather_properties(const View& view, ObjectShape& shape) {
     KIPP_ASSIGN(const View pattern_view, view_of(schema));
     const bool unconstraining = !pattern_view.never && pattern_view.keywords.empty();
     auto additional = keyword.where.node->find("additionalProperties");
-    const bool closed = additional != keyword.where.node->end() && additional->is_boolean() && !additional->get<bool>();
+    // The tidy form writes no key beside the patterns that the schema does not ask for.
+    const bool closed = additional == keyword.where.node->end() ? options_.form == JsonForm::tidy
+                                                                : additional->is_boolean() && !additional->get<bool>();
     if (unconstraining && !closed) continue;  // matching keys may hold anything, as may the others
     if (!closed || !one_schema) {
       KIPP_TRY(refuse(keyword, closed ? "different schemas for different patterns are not combined"
@@ -221,8 +223,9 @@ Result<std::optional<RuleId>> Compiler::named_member(const ObjectShape& shape, c
 }
 
 // The members with keys that no group names, where any may stand: nullopt when every group closes
-// them (or there is room for the required members only).
-Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& shape, bool only_required) {
+// them, there is room for the required members only, or the tidy form leaves them out beside the
+// `listed` members that can stand.
+Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& shape, bool only_required, size_t listed) {
   std::vector<SchemaLocation> sources;
   const ObjectShape::Group* patterned = nullptr;
   for (const auto& [origin, group] : shape.groups) {
@@ -237,7 +240,7 @@ Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& sha
     }
   }
   KIPP_ASSIGN(const bool closed, is_never(sources));
-  if (closed || only_required) return std::optional<RuleId>();
+  if (closed || only_required || unasked(shape, listed)) return std::optional<RuleId>();
   KIPP_ASSIGN(const RuleId value, value_of(sources, "additional"));
   RuleId key = 0;
   if (patterned) {
@@ -247,6 +250,16 @@ Result<std::optional<RuleId>> Compiler::additional_member(const ObjectShape& sha
         shape.named.empty() ? any_string() : string_not_in(builder_, chars_, {shape.named.begin(), shape.named.end()});
   }
   return std::optional<RuleId>(member_rule({GrammarBuilder::call(key)}, value, "additional-member"));
+}
+
+// Whether the tidy form leaves out the members no group names: the schema names some, says nothing
+// of others (no additionalProperties, patternProperties or unevaluatedProperties) and does not
+// need more members than the `listed` ones that can stand.
+bool Compiler::unasked(const ObjectShape& shape, size_t listed) const {
+  if (options_.form != JsonForm::tidy || shape.named.empty() || shape.min_members > listed) return false;
+  return std::none_of(shape.groups.begin(), shape.groups.end(), [](const auto& entry) {
+    return entry.second.additional.has_value() || !entry.second.key_patterns.empty();
+  });
 }
 
 RuleId Compiler::member_rule(Sequence key, RuleId value, std::string_view name) {

@@ -10,18 +10,25 @@ namespace kipp::grammar {
 
 using nlohmann::json;
 
-JsonLayout JsonLayout::create(GrammarBuilder& builder, uint32_t max_whitespace) {
+JsonLayout JsonLayout::create(GrammarBuilder& builder, const SchemaOptions& options) {
   JsonLayout layout;
-  if (max_whitespace > 0) {
+  const bool tidy = options.form == JsonForm::tidy;
+  if (!tidy && options.max_whitespace > 0) {
     ByteSet space;
     for (char c : {' ', '\t', '\n', '\r'}) space.add(uint8_t(c));
-    layout.ws = builder.repeat("ws", builder.bytes(space), 0, max_whitespace);
+    layout.ws = builder.repeat("ws", builder.bytes(space), 0, options.max_whitespace);
   }
+  // The tidy form's one optional space after a separator (none where the exact form's ws stands).
+  Sequence separator_space;
+  if (tidy)
+    separator_space.push_back(
+        GrammarBuilder::call(builder.repeat("space", builder.bytes(ByteSet::of(uint8_t(' '))), 0, 1)));
   for (auto [rule, mark] : {std::pair{&layout.comma, ','}, std::pair{&layout.colon, ':'}}) {
     Sequence sequence;
     layout.space(sequence);
     sequence.push_back(builder.bytes(ByteSet::of(uint8_t(mark))));
     layout.space(sequence);
+    sequence.insert(sequence.end(), separator_space.begin(), separator_space.end());
     *rule = builder.add(mark == ',' ? "comma" : "colon", {std::move(sequence)});
   }
   return layout;

@@ -11,18 +11,20 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "grammar/json_schema_numbers.h"
 #include "util/error.h"
 
 namespace kipp::grammar {
 
-// What may stand between tokens: whitespace, at most max_whitespace characters in a row.
+// What may stand between tokens: in the exact form, whitespace, at most max_whitespace characters
+// in a row; in the tidy form, one optional space after ',' and ':' and nothing elsewhere.
 struct JsonLayout {
   std::optional<RuleId> ws;  // none when no whitespace is allowed
   RuleId comma;              // ws , ws
   RuleId colon;              // ws : ws
 
-  static JsonLayout create(GrammarBuilder& builder, uint32_t max_whitespace);
+  static JsonLayout create(GrammarBuilder& builder, const SchemaOptions& options);
   void space(Sequence& sequence) const {
     if (ws) sequence.push_back(GrammarBuilder::call(*ws));
   }

@@ -65,6 +65,7 @@ class Reader {
 
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+    out_.json_form = limits_.json_form;
     for (const auto& [key, value] : body.items()) {
       if (count_tokens_ && kCreateOnly.count(key))
         return field_error(key, "is not a field of /v1/messages/count_tokens");
@@ -120,6 +121,8 @@ class Reader {
       return read_output_config(value);
     } else if (key == "context_management") {
       return read_context_management(value);
+    } else if (key == "json_form") {  // Kipp's
+      return read_json_form(value, out_.json_form);
     } else {
       return unknown_field(key, kUnsupported.count(key) > 0,
                            count_tokens_ ? "/v1/messages/count_tokens" : "/v1/messages", limits_, out_);

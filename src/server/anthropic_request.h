@@ -14,7 +14,7 @@
 //     `output_config.effort` sets a budget by name; `output_config.format` a JSON Schema.
 // The field policy is the OpenAI side's: fields that cannot change the answer (metadata,
 // cache_control, service_tier, ...) are accepted and ignored, fields Kipp does not implement and
-// names that are not fields are refused, naming them. Kipp adds `seed`.
+// names that are not fields are refused, naming them. Kipp adds `seed` and `json_form`.
 #pragma once
 
 #include <string_view>

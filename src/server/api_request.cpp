@@ -60,6 +60,7 @@ class Reader {
 
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+    out_.json_form = limits_.json_form;
     bool has_prompt = false;
     for (const auto& [key, value] : body.items()) {
       if (kIgnored.count(key)) continue;
@@ -142,6 +143,8 @@ class Reader {
         return field_error(key, "only [\"text\"] is supported (these checkpoints write text)");
     } else if (key == "response_format" || key == "json_schema" || key == "grammar") {
       return read_structured(key, value);
+    } else if (key == "json_form") {  // Kipp's
+      return read_json_form(value, out_.json_form);
     } else {
       return unknown_field(key, kUnsupported.count(key) > 0, chat ? "/v1/chat/completions" : "/v1/completions", limits_,
                            out_);
@@ -368,10 +371,12 @@ std::string effort_names() {
 
 namespace {
 
-// A JSON Schema compiled into the constraint of `field`; strict: enforced exactly, or refused.
-ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohmann::ordered_json& schema, bool strict) {
+// A JSON Schema compiled into the constraint of `field` in `form`; strict: enforced exactly, or refused.
+ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohmann::ordered_json& schema, bool strict,
+                                          grammar::JsonForm form) {
   grammar::SchemaOptions options;
   options.strict = strict;
+  options.form = form;
   auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
   if (!compiled) return field_error(field, compiled.error().message);
   auto automaton = grammar::Automaton::create(std::move(compiled->grammar));
@@ -384,9 +389,9 @@ ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohma
 }
 
 // The constraint a request's schema or GBNF grammar stands for; a grammar that cannot run is refused.
-ApiResult<StructuredOutput> source_output(const ConstraintSource& source) {
+ApiResult<StructuredOutput> source_output(const ConstraintSource& source, grammar::JsonForm form) {
   if (source.kind == ConstraintSource::Kind::json_schema)
-    return schema_output(source.field, source.schema, source.strict);
+    return schema_output(source.field, source.schema, source.strict, form);
   auto compiled = grammar::compile_gbnf(source.gbnf);
   if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
   auto automaton = grammar::Automaton::create(std::move(compiled).value());
@@ -410,7 +415,7 @@ ApiStatus force_tool_call(ApiRequest& request) {
   if (!forced) return field_error(field, forced.error().message);
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
-  KIPP_ASSIGN(request.structured, schema_output(field, forced->schema, forced->strict));
+  KIPP_ASSIGN(request.structured, schema_output(field, forced->schema, forced->strict, request.json_form));
   request.structured->tool_call = true;
   return {};
 }
@@ -421,7 +426,7 @@ bool has_constraints(const ApiRequest& request) { return request.constraint || f
 
 ApiStatus compile_constraints(ApiRequest& request) {
   if (request.constraint) {
-    KIPP_ASSIGN(request.structured, source_output(*request.constraint));
+    KIPP_ASSIGN(request.structured, source_output(*request.constraint, request.json_form));
   }
   return forces_call(request.tool_choice) ? force_tool_call(request) : ApiStatus{};
 }

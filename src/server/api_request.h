@@ -48,6 +48,8 @@ struct ApiLimits {
   // Accept fields Kipp does not know or implement instead of a 400 (kipp serve
   // --ignore-unknown-fields); they are listed in ApiRequest::ignored_fields.
   bool ignore_unknown_fields = false;
+  // The JSON form of a request that names none (kipp serve --json-form).
+  grammar::JsonForm json_form = grammar::JsonForm::tidy;
 };
 
 // The constraint a request asked for, compiled.
@@ -109,8 +111,9 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;
-  uint32_t top_logprobs = 0;                   // completions: logprobs = N; chat: top_logprobs
-  std::optional<ConstraintSource> constraint;  // as read; compile_constraints turns it into `structured`
+  uint32_t top_logprobs = 0;                              // completions: logprobs = N; chat: top_logprobs
+  std::optional<ConstraintSource> constraint;             // as read; compile_constraints turns it into `structured`
+  grammar::JsonForm json_form = grammar::JsonForm::tidy;  // what schemas and forced calls compile to (json_form)
   std::optional<StructuredOutput> structured;
   // chat: the functions offered (rendered into the prompt), and how the answer may call them.
   std::vector<ChatTool> tools;

@@ -68,6 +68,7 @@ ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Schedu
     : config_(config), tokenizer_(tokenizer), scheduler_(scheduler), call_tokens_(find_call_tokens(tokenizer)) {
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
+  limits_.json_form = config.json_form;
   for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(to_read_); });
   for (unsigned i = 0; i < std::max(1u, config.compile_workers); ++i)
     workers_.emplace_back([this] { work(to_compile_); });

@@ -37,11 +37,12 @@ struct ApiConfig {
   std::optional<std::string>
       api_key;                // when set, every /v1 route needs "Authorization: Bearer KEY" or "x-api-key: KEY"
   std::string chat_template;  // the artifact's, for GET /props
-  bool ignore_unknown_fields = false;          // --ignore-unknown-fields: see ApiLimits
-  bool refuse_long_max_tokens = false;         // --refuse-long-max-tokens: see ServingLimits
-  std::optional<uint32_t> default_max_tokens;  // --default-max-tokens: see ServingLimits
-  uint32_t max_sequences = 0;                  // evaluated together, for GET /props
-  uint32_t max_waiting = 0;                    // the queue's room, for the agent's load
+  bool ignore_unknown_fields = false;                     // --ignore-unknown-fields: see ApiLimits
+  bool refuse_long_max_tokens = false;                    // --refuse-long-max-tokens: see ServingLimits
+  std::optional<uint32_t> default_max_tokens;             // --default-max-tokens: see ServingLimits
+  grammar::JsonForm json_form = grammar::JsonForm::tidy;  // --json-form: see ApiLimits
+  uint32_t max_sequences = 0;                             // evaluated together, for GET /props
+  uint32_t max_waiting = 0;                               // the queue's room, for the agent's load
   // Threads that read and tokenize request bodies.
   unsigned workers = 2;
   // Threads that compile constraints (schemas, grammars, forced calls), apart from the workers so

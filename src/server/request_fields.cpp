@@ -82,4 +82,11 @@ ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& v
   return stops;
 }
 
+ApiStatus read_json_form(const nlohmann::ordered_json& value, grammar::JsonForm& form) {
+  if (value == "tidy") form = grammar::JsonForm::tidy;
+  else if (value == "exact") form = grammar::JsonForm::exact;
+  else return field_error("json_form", "must be \"tidy\" or \"exact\"");
+  return {};
+}
+
 }  // namespace kipp::server

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "grammar/json_schema.h"
 #include "server/api_error.h"
 
 namespace kipp::server {
@@ -34,5 +35,9 @@ ApiStatus assign_real(const std::string& field, const nlohmann::ordered_json& va
 // `max_count` of at most `max_bytes` each.
 ApiResult<std::vector<std::string>> stop_strings(const nlohmann::ordered_json& value, const std::string& field,
                                                  uint32_t max_count, uint32_t max_bytes, bool single_allowed);
+
+// Kipp's `json_form` field, on every API: "tidy" or "exact", the JSON form a schema or forced call
+// compiles to (grammar/json_schema.h).
+ApiStatus read_json_form(const nlohmann::ordered_json& value, grammar::JsonForm& form);
 
 }  // namespace kipp::server

@@ -89,6 +89,7 @@ class Reader {
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     out_.responses.emplace();
+    out_.json_form = limits_.json_form;
     Json& echo = out_.responses->echo;
     for (const auto& [key, value] : body.items()) {
       if (input_tokens_ && kCreateOnly.count(key))
@@ -133,6 +134,8 @@ class Reader {
     } else if (key == "top_k") {  // Kipp's, as on the chat endpoint
       return assign_whole(key, value, -1, limits_.vocab,
                           [&](int64_t v) { out_.top_k = uint32_t(std::max<int64_t>(v, 0)); });
+    } else if (key == "json_form") {  // Kipp's
+      return read_json_form(value, out_.json_form);
     } else if (key == "seed") {  // Kipp's: the Responses API has no seed
       return assign_whole(key, value, INT64_MIN, INT64_MAX, [&](int64_t v) { out_.seed = uint64_t(v); });
     } else if (key == "stream") {

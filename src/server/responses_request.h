@@ -14,7 +14,8 @@
 //     thinking off); `max_output_tokens` is max_tokens.
 // The field policy is the other endpoints': fields that cannot change the answer are accepted and
 // ignored, fields Kipp does not implement and names that are not fields are refused, naming them.
-// Item fields that only describe an item (id, status, phase) are not read. Kipp adds seed and top_k.
+// Item fields that only describe an item (id, status, phase) are not read. Kipp adds seed, top_k and
+// json_form.
 #pragma once
 
 #include <string_view>

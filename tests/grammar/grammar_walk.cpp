@@ -1,4 +1,5 @@
-// `kipp-grammar-walk --model ARTIFACT --json-schema FILE... [--walks N] [--seed S] [--max-tokens M]`:
+// `kipp-grammar-walk --model ARTIFACT --json-schema FILE... [--walks N] [--seed S] [--max-tokens M]
+// [--json-form tidy|exact]`:
 // random walks through the token sets a schema allows over an artifact's vocabulary, the way a
 // sampler would take them but with no model: at every step one allowed token, chosen at random.
 // Half the time the choice is among the tokens that close something (a quote, a bracket, a
@@ -9,6 +10,7 @@
 // the mask must never strand a generation.
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -32,6 +34,7 @@ struct WalkArgs {
   std::vector<std::string> schemas;
   uint32_t walks = 4, max_tokens = 400;
   uint64_t seed = 1;
+  grammar::JsonForm form = grammar::JsonForm::tidy;  // as the server generates
 };
 
 bool closes_something(std::string_view bytes) { return bytes.find_first_of("\"]}") != std::string_view::npos; }
@@ -46,7 +49,9 @@ Status walk_schema(const WalkArgs& args, const std::string& path, const Tokenize
   } catch (const nlohmann::json::exception& error) {
     return fail(path, ": not JSON: ", error.what());
   }
-  auto compiled = grammar::compile_json_schema(schema);
+  grammar::SchemaOptions options;
+  options.form = args.form;
+  auto compiled = grammar::compile_json_schema(schema, options);
   if (!compiled) {
     std::printf("%s\n", nlohmann::json{{"schema", path}, {"refused", compiled.error().message}}.dump().c_str());
     return {};
@@ -131,6 +136,9 @@ int main(int argc, char** argv) {
   app.add_option("--walks", args.walks, "Walks to take");
   app.add_option("--seed", args.seed, "Seed of the random choices");
   app.add_option("--max-tokens", args.max_tokens, "Tokens per walk at most");
+  app.add_option("--json-form", args.form, "The JSON form schemas compile to: tidy (default) or exact")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, kipp::grammar::JsonForm>{
+          {"tidy", kipp::grammar::JsonForm::tidy}, {"exact", kipp::grammar::JsonForm::exact}}));
   CLI11_PARSE(app, argc, argv);
   if (auto done = run(args); !done) {
     std::fprintf(stderr, "kipp-grammar-walk: %s\n", done.error().message.c_str());

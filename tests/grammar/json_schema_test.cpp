@@ -300,6 +300,93 @@ TEST(JsonSchemaLayout, WhitespaceIsBounded) {
   EXPECT_FALSE(compact.accepts(R"({"a": 1})"));
 }
 
+SchemaOptions tidy_form() {
+  SchemaOptions options;
+  options.form = JsonForm::tidy;
+  return options;
+}
+
+// The tidy form: json.dumps spacing or none, nothing looser.
+TEST(JsonSchemaTidyForm, WhitespaceIsJsonDumpsSpacingOrNone) {
+  const Compiled tidy(R"({"type": "object", "properties": {"a": {"type": "array"}, "b": {}}})", tidy_form());
+  ASSERT_TRUE(tidy.ok()) << tidy.error();
+  EXPECT_TRUE(tidy.accepts(R"({"a": [1, 2], "b": {"c": null}})"));
+  EXPECT_TRUE(tidy.accepts(R"({"a":[1,2],"b":{"c":null}})"));
+  EXPECT_TRUE(tidy.accepts(R"({"a":[1, 2],"b": true})"));
+  for (const char* loose : {R"( {"a":[]})", R"({"a":[]} )", R"({ "a":[]})", R"({"a" :[]})", R"({"a":  []})",
+                            R"({"a":[ 1]})", R"({"a":[1 ]})", "{\"a\":\n[]}", R"({"a":[],  "b":1})"})
+    EXPECT_FALSE(tidy.accepts(loose)) << loose;
+  const Compiled exact(R"({"type": "object", "properties": {"a": {"type": "array"}, "b": {}}})");
+  EXPECT_TRUE(exact.accepts(R"({ "a" :  [ 1 ] })"));
+}
+
+// Members: only those listed, unless the schema asks for others or needs them.
+TEST(JsonSchemaTidyForm, UnlistedMembersOnlyWhereTheSchemaAsksOrNeeds) {
+  const std::string listed = R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}})";
+  const Compiled tidy(listed, tidy_form()), exact(listed);
+  ASSERT_TRUE(tidy.ok()) << tidy.error();
+  for (const char* text : {R"({})", R"({"a":1})", R"({"b":"x","a":1})"}) {
+    EXPECT_TRUE(tidy.accepts(text)) << text;
+    EXPECT_TRUE(exact.accepts(text)) << text;
+  }
+  EXPECT_FALSE(tidy.accepts(R"({"a":1,"c":2})"));
+  EXPECT_TRUE(exact.accepts(R"({"a":1,"c":2})"));
+  // additionalProperties and unevaluatedProperties keep their meaning.
+  const Compiled open(R"({"properties": {"a": {}}, "additionalProperties": {"type": "integer"}})", tidy_form());
+  EXPECT_TRUE(open.accepts(R"({"a":"x","c":2})"));
+  EXPECT_FALSE(open.accepts(R"({"a":"x","c":"y"})"));
+  const Compiled unevaluated(R"({"properties": {"a": {}}, "unevaluatedProperties": true})", tidy_form());
+  EXPECT_TRUE(unevaluated.accepts(R"({"a":1,"c":2})"));
+  // minProperties past what is listed needs other members.
+  const Compiled needs(R"({"properties": {"a": {}}, "minProperties": 2})", tidy_form());
+  ASSERT_TRUE(needs.ok()) << needs.error();
+  EXPECT_TRUE(needs.accepts(R"({"a":1,"c":2})"));
+  const Compiled impossible(R"({"properties": {"a": false}, "minProperties": 1})", tidy_form());
+  ASSERT_TRUE(impossible.ok()) << impossible.error();
+  EXPECT_TRUE(impossible.accepts(R"({"c":2})")) << "the listed member cannot stand";
+  // A required key that properties does not describe is listed, with any value.
+  const Compiled required(R"({"properties": {"a": {}}, "required": ["z"]})", tidy_form());
+  EXPECT_TRUE(required.accepts(R"({"z":[1]})"));
+  EXPECT_FALSE(required.accepts(R"({"z":[1],"y":1})"));
+  // An object that names nothing stays open.
+  const Compiled any(R"({"type": "object"})", tidy_form());
+  EXPECT_TRUE(any.accepts(R"({"x": {"y": [1, "z"]}})"));
+  // Objects nested in a value listed by a $ref are tidy too.
+  const Compiled nested(R"({"$defs": {"p": {"properties": {"q": {}}}}, "properties": {"p": {"$ref": "#/$defs/p"}}})",
+                        tidy_form());
+  EXPECT_TRUE(nested.accepts(R"({"p":{"q":1}})"));
+  EXPECT_FALSE(nested.accepts(R"({"p":{"q":1,"r":2}})"));
+}
+
+TEST(JsonSchemaTidyForm, PatternPropertiesWithoutAdditionalAllowOnlyMatchingKeys) {
+  const std::string schema = R"({"properties": {"id": {"type": "integer"}},
+                                 "patternProperties": {"^x-": {"type": "string"}}})";
+  const Compiled tidy(schema, tidy_form());
+  ASSERT_TRUE(tidy.ok()) << tidy.error();
+  EXPECT_TRUE(tidy.accepts(R"({"id":1,"x-a":"b"})"));
+  EXPECT_FALSE(tidy.accepts(R"({"id":1,"x-a":2})"));
+  EXPECT_FALSE(tidy.accepts(R"({"id":1,"y":"b"})"));
+  EXPECT_FALSE(Compiled(schema).ok()) << "exact: keys not matching would need the pattern's complement";
+}
+
+TEST(JsonSchemaTidyForm, ItemsPastAnUndescribedPrefixOnlyAsFarAsMinItemsNeeds) {
+  const Compiled prefix(R"({"prefixItems": [{"type": "integer"}, {"type": "string"}]})", tidy_form());
+  ASSERT_TRUE(prefix.ok()) << prefix.error();
+  EXPECT_TRUE(prefix.accepts(R"([1,"a"])"));
+  EXPECT_TRUE(prefix.accepts(R"([1])"));
+  EXPECT_FALSE(prefix.accepts(R"([1,"a",null])"));
+  EXPECT_TRUE(Compiled(R"({"prefixItems": [{"type": "integer"}]})").accepts(R"([1,null])"));
+  const Compiled needs(R"({"prefixItems": [{"type": "integer"}], "minItems": 3})", tidy_form());
+  EXPECT_TRUE(needs.accepts(R"([1,null,{}])"));
+  EXPECT_FALSE(needs.accepts(R"([1,null,{},2])"));
+  const Compiled described(R"({"prefixItems": [{"type": "integer"}], "items": {"type": "boolean"}})", tidy_form());
+  EXPECT_TRUE(described.accepts(R"([1,true,false])"));
+  const Compiled draft7(R"({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "integer"}]})",
+                        tidy_form());
+  EXPECT_FALSE(draft7.accepts(R"([1,2])"));
+  EXPECT_TRUE(Compiled(R"({"type": "array"})", tidy_form()).accepts(R"([1, [2], {"a": 3}])"));
+}
+
 TEST(JsonSchemaRefusals, StrictRefusesAndLenientListsByPointer) {
   const std::string schema =
       R"({"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": true,

@@ -1,8 +1,10 @@
 // Random walks through the token sets of many schemas over the tiny checkpoint's real vocabulary
-// (kipp-grammar-walk: at every step one allowed token, at random). Every walk that ends (takes a
-// stop token) must be JSON that ajv, the reference validator, accepts against the schema; the
-// walker fails if a token set ever empties before the text is whole. Schemas Kipp refuses must
-// be refused naming the keyword and where it sits. All of ours and all of JSONSchemaBench's.
+// (kipp-grammar-walk: at every step one allowed token, at random, half the time among the tokens
+// that close something: noise with a bias towards ending). Every walk that ends (takes a stop
+// token) must be JSON that ajv, the reference validator, accepts against the schema; the walker
+// fails if a token set ever empties before the text is whole. Schemas Kipp refuses must be refused
+// naming the keyword and where it sits. All of ours and all of JSONSchemaBench's, in both JSON
+// forms, with the tidy form's count of JSONSchemaBench schemas that finish.
 //
 //   node random_walk_test.mjs KIPP_GRAMMAR_WALK MODEL OUR_SCHEMA_DIR JSONSCHEMABENCH_DIR
 import assert from 'node:assert/strict';
@@ -50,37 +52,63 @@ function validatorFor(schema) {
   return ajv.compile(schema);
 }
 
+// ajv compares numbers as doubles, so it cannot decide multipleOf for an integer past 2^53: a
+// walk's -55816461559918459139480 is a multiple of 10, which ajv's float remainder denies. Such an
+// error is decided here instead, exactly, on the number as written in the text.
+function exactlyMultiples(errors, instance, text) {
+  return errors.every((error) => {
+    if (error.keyword !== 'multipleOf' || !Number.isInteger(error.params.multipleOf)) return false;
+    const value = error.instancePath.split('/').slice(1)
+      .reduce((at, key) => at?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], instance);
+    if (!Number.isInteger(value) || Number.isSafeInteger(value)) return false;
+    const written = (text.match(/-?\d+(?![\d.eE])/g) ?? []).filter((literal) => Number(literal) === value);
+    return written.length > 0 && written.every((literal) => BigInt(literal) % BigInt(error.params.multipleOf) === 0n);
+  });
+}
+
 function schemaFiles(dir) {
   return readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => join(dir, f));
 }
 
 const WALKS = 6;
 
-test('random walks under each schema end in instances ajv accepts', () => {
-  const files = [...schemaFiles(ourDir), ...schemaFiles(benchDir)];
-  assert.ok(files.length > 100, 'the schema folders are missing');
-  const output = execFileSync(walker, ['--model', model, '--walks', String(WALKS), '--seed', '7', '--max-tokens', '600',
-    '--json-schema', ...files], { encoding: 'utf8', maxBuffer: 1 << 28 });
-  const tally = { schemas: files.length, refused: 0, walks: 0, finished: 0 };
-  const validators = new Map();
-  for (const line of output.split('\n').filter(Boolean)) {
-    const walk = JSON.parse(line);
-    if (walk.refused !== undefined) {
-      assert.match(walk.refused, /keyword '[^']+' at \S*: /, `${walk.schema}: a refusal names the keyword`);
-      tally.refused += 1;
-      continue;
+// Both JSON forms (grammar/json_schema.h): every walk that ends is valid. The tidy form, which the
+// server generates by default, must also finish: at least 95% of the JSONSchemaBench schemas it
+// compiles have every walk end within 600 tokens (the issue's goal; refusals aside). The exact
+// form, whose language adds unlisted members and whitespace runs, finishes far fewer.
+for (const form of ['tidy', 'exact']) {
+  test(`random walks under each schema end in instances ajv accepts (${form} form)`, () => {
+    const files = [...schemaFiles(ourDir), ...schemaFiles(benchDir)];
+    assert.ok(files.length > 100, 'the schema folders are missing');
+    const output = execFileSync(walker, ['--model', model, '--walks', String(WALKS), '--seed', '7', '--max-tokens', '600',
+      '--json-form', form, '--json-schema', ...files], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const tally = { schemas: files.length, refused: 0, walks: 0, finished: 0 };
+    const bench = new Map();  // JSONSchemaBench schema -> whether every walk ended
+    const validators = new Map();
+    for (const line of output.split('\n').filter(Boolean)) {
+      const walk = JSON.parse(line);
+      if (walk.refused !== undefined) {
+        assert.match(walk.refused, /keyword '[^']+' at \S*: /, `${walk.schema}: a refusal names the keyword`);
+        tally.refused += 1;
+        continue;
+      }
+      tally.walks += 1;
+      if (walk.schema.startsWith(benchDir)) bench.set(walk.schema, (bench.get(walk.schema) ?? true) && walk.finished);
+      if (!walk.finished) continue;
+      tally.finished += 1;
+      if (!validators.has(walk.schema)) validators.set(walk.schema, validatorFor(JSON.parse(readFileSync(walk.schema, 'utf8'))));
+      const validate = validators.get(walk.schema);
+      let instance;
+      assert.doesNotThrow(() => { instance = JSON.parse(walk.text); }, `${walk.schema}: not JSON: ${walk.text}`);
+      assert.ok(validate(instance) || exactlyMultiples(validate.errors, instance, walk.text),
+        `${walk.schema}: ajv refuses ${walk.text}: ${JSON.stringify(validate.errors)}`);
     }
-    tally.walks += 1;
-    if (!walk.finished) continue;
-    tally.finished += 1;
-    if (!validators.has(walk.schema)) validators.set(walk.schema, validatorFor(JSON.parse(readFileSync(walk.schema, 'utf8'))));
-    const validate = validators.get(walk.schema);
-    let instance;
-    assert.doesNotThrow(() => { instance = JSON.parse(walk.text); }, `${walk.schema}: not JSON: ${walk.text}`);
-    assert.ok(validate(instance), `${walk.schema}: ajv refuses ${walk.text}: ${JSON.stringify(validate.errors)}`);
-  }
-  assert.equal(tally.walks, (tally.schemas - tally.refused) * WALKS, 'one line per walk');
-  console.log(`random walks: ${tally.schemas} schemas, ${tally.refused} refused, ${tally.walks} walks, ` +
-              `${tally.finished} ended and ajv accepts every one`);
-  assert.ok(tally.finished >= tally.walks / 2, 'most walks should end within 600 tokens');
-});
+    assert.equal(tally.walks, (tally.schemas - tally.refused) * WALKS, 'one line per walk');
+    const finishing = [...bench.values()].filter(Boolean).length;
+    console.log(`random walks (${form} form): ${tally.schemas} schemas, ${tally.refused} refused, ${tally.walks} walks, ` +
+                `${tally.finished} ended and ajv accepts every one; JSONSchemaBench: ${finishing} of the ${bench.size} ` +
+                `schemas compiled finish every walk (${(100 * finishing / bench.size).toFixed(1)}%)`);
+    if (form === 'tidy') assert.ok(finishing >= 0.95 * bench.size, 'the tidy form finishes on 95% of JSONSchemaBench');
+    else assert.ok(tally.finished >= tally.walks / 2, 'most walks should end within 600 tokens');
+  });
+}
