@@ -1,5 +1,6 @@
 #include "server/anthropic_request.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -79,6 +80,7 @@ class Reader {
     if (thinking_enabled_ && out_.max_tokens && out_.thinking_budget && *out_.thinking_budget >= *out_.max_tokens)
       return field_error("thinking.budget_tokens",
                          "must be less than max_tokens (" + std::to_string(*out_.max_tokens) + ")");
+    KIPP_TRY(load_referenced_tools());
     KIPP_TRY(apply_thinking_contract());
     if (!system_.empty()) out_.messages.insert(out_.messages.begin(), ChatMessage{"system", system_, {}, {}});
     if (!format_.is_null())
@@ -185,7 +187,7 @@ class Reader {
                                                         "' names no tool_use block of an earlier assistant turn");
         std::string result;
         if (block.contains("content") && !block["content"].is_null()) {
-          KIPP_ASSIGN(result, text_of(block["content"], here + ".content"));
+          KIPP_ASSIGN(result, tool_result_text(block["content"], here + ".content"));
         }
         flush();
         out_.messages.push_back({"tool", std::move(result), {}, {}});
@@ -243,10 +245,29 @@ class Reader {
     return {};
   }
 
-  // Custom tools, as the OpenAI side reads functions (the template prints the same line).
+  // A tool_result's content: its text blocks joined with "\n"; a tool_reference block (what a tool
+  // search returns) loads the deferred tool it names into the prompt, as Anthropic expands it into
+  // the tool's definition, and adds no text.
+  ApiResult<std::string> tool_result_text(const Json& content, const std::string& where) {
+    if (!content.is_array()) return text_of(content, where);
+    Json texts = Json::array();
+    for (size_t i = 0; i < content.size(); ++i) {
+      KIPP_ASSIGN(auto type, block_type(content[i], at(where, i)));
+      if (type != "tool_reference") {
+        texts.push_back(content[i]);
+        continue;
+      }
+      const Json name = content[i].value("tool_name", Json());
+      if (!name.is_string()) return field_error(at(where, i) + ".tool_name", "must be a string");
+      referenced_.push_back({name.get<std::string>(), at(where, i)});
+    }
+    return text_of(texts, where);
+  }
+
+  // Custom tools, as the OpenAI side reads functions (the template prints the same line); a
+  // deferred one waits for a tool_reference (load_referenced_tools).
   ApiStatus read_tools(const Json& value) {
     if (!value.is_array()) return field_error("tools", "must be an array");
-    Json functions = Json::array();
     for (size_t i = 0; i < value.size(); ++i) {
       const Json& tool = value[i];
       const std::string where = at("tools", i);
@@ -271,13 +292,28 @@ class Reader {
       }
       if (!tool.contains("name")) return field_error(where + ".name", "is required");
       if (!tool.contains("input_schema")) return field_error(where + ".input_schema", "is required");
-      // A deferred tool is not in the model's context until a tool search finds it, as Anthropic
-      // has it: it is left out of the prompt.
-      if (tool.value("defer_loading", false)) continue;
       function["parameters"] = tool["input_schema"];
       if (tool.contains("strict")) function["strict"] = tool["strict"];
-      functions.push_back({{"type", "function"}, {"function", std::move(function)}});
+      // A deferred tool is not in the model's context until a tool search finds it, as Anthropic
+      // has it: it is left out of the prompt unless a tool_reference names it.
+      tools_.push_back({{{"type", "function"}, {"function", std::move(function)}}, tool.value("defer_loading", false)});
     }
+    return {};
+  }
+
+  // The tools in the prompt: those not deferred, and the deferred ones a tool_reference loaded.
+  ApiStatus load_referenced_tools() {
+    std::set<std::string, std::less<>> loaded;
+    for (const auto& [name, where] : referenced_) {
+      const auto named = [&](const OfferedTool& tool) { return tool.function["function"]["name"] == name; };
+      if (std::none_of(tools_.begin(), tools_.end(), named))
+        return field_error(where + ".tool_name", "'" + name + "' names no tool of the request");
+      loaded.insert(name);
+    }
+    Json functions = Json::array();
+    for (const OfferedTool& tool : tools_)
+      if (!tool.deferred || loaded.count(tool.function["function"]["name"].get<std::string>()))
+        functions.push_back(tool.function);
     auto tools = parse_chat_tools(functions);
     if (!tools) return field_error("tools", tools.error().message);
     out_.tools = std::move(*tools);
@@ -422,6 +458,12 @@ class Reader {
   std::optional<std::string> budget_field_;
   std::set<std::string> called_ids_;  // tool_use ids so far: a tool_result must answer one
   Json format_;
+  struct OfferedTool {
+    Json function;  // {"type": "function", "function": {...}}
+    bool deferred;  // defer_loading
+  };
+  std::vector<OfferedTool> tools_;
+  std::vector<std::pair<std::string, std::string>> referenced_;  // tool_reference names, where they stand
 };
 
 }  // namespace

@@ -3,10 +3,12 @@
 // constraints and scheduling are the chat endpoint's own code, not a second copy:
 //   - `system` (a string or text blocks, joined with "\n") opens the conversation;
 //   - user turns: text blocks are the user's message; each `tool_result` block becomes a tool
-//     message (a <tool_response> turn), in order;
+//     message (a <tool_response> turn), in order; a `tool_reference` block in a tool_result (what
+//     a tool search returns) loads the deferred tool it names into the prompt;
 //   - assistant turns: `thinking` blocks are the reasoning, text blocks the content, `tool_use`
 //     blocks its calls (`input` printed as Python's json.dumps writes it, as the template does);
-//   - `tools` become functions {name, description, parameters: input_schema};
+//   - `tools` become functions {name, description, parameters: input_schema}; those with
+//     defer_loading stay out of the prompt until a tool_reference names them;
 //   - `tool_choice` auto / any / tool / none map to auto / required / named / none, and
 //     disable_parallel_tool_use to parallel_tool_calls false;
 //   - `thinking` enabled sets a thinking budget, disabled turns thinking off (and closes a

@@ -123,6 +123,40 @@ TEST(AnthropicRequest, ClaudeCodesRequestIsReadWhole) {
   expect_field_error(with(R"("context_management":{"edits":[3]})"), "context_management.edits[0]");
 }
 
+// Claude Code's later turns: a tool search's tool_result holds tool_reference blocks, which load
+// the deferred tools they name into the prompt.
+TEST(AnthropicRequest, AToolReferenceLoadsTheDeferredToolItNames) {
+  const std::string tools = R"("tools":[{"name":"ToolSearch","input_schema":{"type":"object"}},
+    {"name":"Later","input_schema":{"type":"object"},"defer_loading":true},
+    {"name":"Other","input_schema":{"type":"object"},"defer_loading":true}])";
+  const auto turns = [](const std::string& result) {
+    return R"("messages":[{"role":"user","content":"Find the tool"},
+      {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"ToolSearch","input":{"query":"later"}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":)" +
+           result + R"(},{"type":"text","text":"Go on"}]}])";
+  };
+  const auto names = [](const ApiRequest& request) {
+    std::vector<std::string> out;
+    for (const ChatTool& tool : request.tools) out.push_back(tool.name);
+    return out;
+  };
+  const auto body = [&](const std::string& result) {
+    return R"({"model":"m","max_tokens":100,)" + tools + "," + turns(result) + "}";
+  };
+  const ApiRequest found =
+      must_parse(parse_anthropic_request(body(R"([{"type":"tool_reference","tool_name":"Later"}])"), limits(), false),
+                 "reference");
+  EXPECT_EQ(names(found), (std::vector<std::string>{"ToolSearch", "Later"}));
+  ASSERT_EQ(found.messages.size(), 4u);
+  EXPECT_EQ(found.messages[2].role, "tool");
+  EXPECT_EQ(found.messages[2].content, "") << "the reference adds the tool, not text";
+  const ApiRequest none = must_parse(parse_anthropic_request(body(R"("nothing found")"), limits(), false), "text");
+  EXPECT_EQ(names(none), std::vector<std::string>{"ToolSearch"});
+  expect_field_error(body(R"([{"type":"tool_reference","tool_name":"Missing"}])"),
+                     "messages[2].content[0].content[0].tool_name");
+  expect_field_error(body(R"([{"type":"tool_reference"}])"), "messages[2].content[0].content[0].tool_name");
+}
+
 // Anthropic's contract: no thinking unless `thinking` enables it, and none under forced tool use.
 TEST(AnthropicRequest, ThinkingIsOffUnlessEnabledAndUnderForcedToolUse) {
   const ApiRequest absent = parse_fields("");
