@@ -93,7 +93,8 @@ TEST(ResponsesRequest, ItemsRenderAsTheirChatTwin) {
   EXPECT_EQ(rendered(read), rendered(twin.value()));
   EXPECT_EQ(read.endpoint, Endpoint::responses);
   // A string input is one user message.
-  EXPECT_EQ(rendered(must_read(with(Json::object()))), rendered(must_read(with({{"input", Json::parse(R"([{"role": "user",
+  EXPECT_EQ(rendered(must_read(with(Json::object()))),
+            rendered(must_read(with({{"input", Json::parse(R"([{"role": "user",
     "content": [{"type": "input_text", "text": "hi"}]}])")}}))));
 }
 
