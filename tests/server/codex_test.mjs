@@ -61,6 +61,11 @@ test('codex exec answers through /v1/responses', async () => {
     'name = "Kipp"',
     `base_url = "${server.url}/v1"`,
     'wire_api = "responses"',
+    // Codex drops a stream that sends nothing for 5 minutes and asks again; the first prefill of
+    // its 8,650 tokens on this checkpoint can take that long on a busy 2-core runner. A longer
+    // wait, and no retry, so that a broken stream fails here instead of being asked again.
+    'stream_idle_timeout_ms = 1800000',
+    'stream_max_retries = 0',
     '',
   ].join('\n'));
   const codex = await run('node_modules/.bin/codex', ['exec', '--skip-git-repo-check', 'Say hi'], {
