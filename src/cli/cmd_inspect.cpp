@@ -52,7 +52,7 @@ void print_model_facts(const ValidatedArtifact& artifact) {
   const Checkpoint& c = *artifact.checkpoint;
   std::printf("\nvariant          %s\n", std::string(variant_name(c.variant)).c_str());
   std::printf("dimensions       %u layers, hidden %u, ffn %u, %u q heads / %u kv heads x %u, vocab %u\n", c.layers,
-              c.hidden, c.ffn, c.q_heads, c.kv_heads(), c.head_dim(), c.vocab());
+              c.hidden, c.ffn, c.q_heads, c.kv_heads, c.head_dim(), c.vocab());
   std::printf("context          %u tokens, rope theta %.0f, %s embeddings\n", c.context, double(c.rope_theta),
               c.tied ? "tied" : "untied");
   std::printf("parameters       %llu\n", (unsigned long long)c.parameter_count());

@@ -136,7 +136,7 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
   writer.add_u32(keys::block_count, c.layers);
   writer.add_u32(keys::feed_forward_length, c.ffn);
   writer.add_u32(keys::head_count, c.q_heads);
-  writer.add_u32(keys::head_count_kv, c.kv_heads());
+  writer.add_u32(keys::head_count_kv, c.kv_heads);
   writer.add_u32(keys::key_length, c.head_dim());
   writer.add_u32(keys::value_length, c.head_dim());
   writer.add_u32(keys::rope_dimension_count, c.head_dim());

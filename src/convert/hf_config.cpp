@@ -43,7 +43,7 @@ Status check_hf_config(const std::string& config_text, const Checkpoint& c) {
   KIPP_TRY(expect_uint(config, "intermediate_size", c.ffn, c));
   KIPP_TRY(expect_uint(config, "num_hidden_layers", c.layers, c));
   KIPP_TRY(expect_uint(config, "num_attention_heads", c.q_heads, c));
-  KIPP_TRY(expect_uint(config, "num_key_value_heads", c.kv_heads(), c));
+  KIPP_TRY(expect_uint(config, "num_key_value_heads", c.kv_heads, c));
   KIPP_TRY(expect_uint(config, "head_dim", c.head_dim(), c));
   KIPP_TRY(expect_uint(config, "vocab_size", c.vocab(), c));
   KIPP_TRY(expect_uint(config, "max_position_embeddings", c.context, c));

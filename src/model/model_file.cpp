@@ -61,7 +61,7 @@ Status check_hyperparameters(const gguf::File& file, const Checkpoint& c) {
   KIPP_TRY(expect_u32(file, keys::block_count, c.layers, c));
   KIPP_TRY(expect_u32(file, keys::feed_forward_length, c.ffn, c));
   KIPP_TRY(expect_u32(file, keys::head_count, c.q_heads, c));
-  KIPP_TRY(expect_u32(file, keys::head_count_kv, c.kv_heads(), c));
+  KIPP_TRY(expect_u32(file, keys::head_count_kv, c.kv_heads, c));
   KIPP_TRY(expect_u32(file, keys::key_length, c.head_dim(), c));
   KIPP_TRY(expect_u32(file, keys::value_length, c.head_dim(), c));
   KIPP_TRY(expect_u32(file, keys::rope_dimension_count, c.head_dim(), c));

@@ -21,7 +21,6 @@ std::string_view variant_name(Variant variant);
 
 // Family invariants shared by every checkpoint (docs/MODELS.md, ../shared/REGISTRY.md).
 namespace family {
-inline constexpr uint32_t kv_heads = 8;
 inline constexpr uint32_t head_dim = 128;
 inline constexpr uint32_t vocab = 151936;
 inline constexpr float rms_norm_eps = 1e-6f;
@@ -39,6 +38,7 @@ struct Checkpoint {
   uint32_t hidden;
   uint32_t ffn;
   uint32_t q_heads;
+  uint32_t kv_heads;  // 8 in every dense checkpoint, 4 in the MoE ones (../shared/REVIEW-QWEN3-MOE.md)
   uint32_t context;
   float rope_theta;
   bool tied;  // lm_head is the token embedding
@@ -47,13 +47,12 @@ struct Checkpoint {
   bool stores_tied_head;
   bool synthetic;  // a kipp-test/ entry: generated locally, never offered by `kipp pull`
 
-  uint32_t kv_heads() const { return family::kv_heads; }
   uint32_t head_dim() const { return family::head_dim; }
   uint32_t vocab() const { return family::vocab; }
   float rms_norm_eps() const { return family::rms_norm_eps; }
   // The attention width is q_heads * head_dim; it is NOT the hidden width in general.
   uint32_t attention_width() const { return q_heads * family::head_dim; }
-  uint32_t kv_width() const { return family::kv_heads * family::head_dim; }
+  uint32_t kv_width() const { return kv_heads * family::head_dim; }
   // eos as the checkpoint's tokenizer_config declares it.
   uint32_t eos_id() const { return variant == Variant::base ? family::token_endoftext : family::token_im_end; }
   std::vector<uint32_t> stop_ids() const;
@@ -61,7 +60,7 @@ struct Checkpoint {
   uint32_t tensor_count() const { return 2 + 11 * layers + (tied ? 0 : 1); }
   // Tensors in the published safetensors: the artifact's, + a stored head of a tied checkpoint.
   uint32_t source_tensor_count() const { return tensor_count() + (tied && stores_tied_head ? 1 : 0); }
-  uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * family::kv_heads * family::head_dim * 2; }
+  uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * kv_heads * family::head_dim * 2; }
   uint64_t parameter_count() const;
 };
 

@@ -20,7 +20,7 @@ std::string registry_json(int indent) {
     e["hidden"] = c.hidden;
     e["ffn"] = c.ffn;
     e["q_heads"] = c.q_heads;
-    e["kv_heads"] = c.kv_heads();
+    e["kv_heads"] = c.kv_heads;
     e["head_dim"] = c.head_dim();
     e["attention_width"] = c.attention_width();
     e["vocab"] = c.vocab();

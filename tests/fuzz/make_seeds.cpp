@@ -125,7 +125,7 @@ std::string kipp_shaped(const kipp::Checkpoint& c, kipp::QuantScheme scheme, boo
   image.kv_u32(keys::block_count, c.layers);
   image.kv_u32(keys::feed_forward_length, c.ffn);
   image.kv_u32(keys::head_count, c.q_heads);
-  image.kv_u32(keys::head_count_kv, c.kv_heads());
+  image.kv_u32(keys::head_count_kv, c.kv_heads);
   image.kv_u32(keys::key_length, c.head_dim());
   image.kv_u32(keys::value_length, c.head_dim());
   image.kv_u32(keys::rope_dimension_count, c.head_dim());

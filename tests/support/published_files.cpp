@@ -38,7 +38,7 @@ std::string config_json(const Checkpoint& c, ConfigForm form) {
   config["model_type"] = "qwen3";
   config["num_attention_heads"] = c.q_heads;
   config["num_hidden_layers"] = c.layers;
-  config["num_key_value_heads"] = c.kv_heads();
+  config["num_key_value_heads"] = c.kv_heads;
   config["rms_norm_eps"] = 1e-6;
   config["rope_scaling"] = nullptr;
   config["rope_theta"] = uint64_t(std::llround(c.rope_theta));  // written as an integer: 1000000

@@ -80,7 +80,7 @@ void AttentionRunner::group_queries(std::span<const AttentionQuery> queries) {
 // group to the next. Few tokens slice the KV heads only as far as it takes to give every thread a
 // few jobs.
 uint32_t AttentionRunner::kv_slices(size_t query_count) const {
-  const uint32_t kv_heads = c_.kv_heads(), threads = pool_.size(), groups = uint32_t(groups_.size());
+  const uint32_t kv_heads = c_.kv_heads, threads = pool_.size(), groups = uint32_t(groups_.size());
   if (query_count >= threads) return kv_heads;
   uint32_t slices = 1;
   while (slices < kv_heads && kv_heads % (2 * slices) == 0 && uint64_t(groups) * slices < 2ull * threads) slices *= 2;
@@ -106,7 +106,7 @@ void AttentionRunner::attend(std::span<const AttentionQuery> queries, const Grou
   args.tokens = group.tokens;
   args.kv_begin = kv_begin;
   args.kv_end = kv_end;
-  args.group_heads = q_heads / c_.kv_heads();
+  args.group_heads = q_heads / c_.kv_heads;
   args.head_dim = dim;
   args.kv_format = kv_format_;
   args.k_layer = first.k_layer;
@@ -152,7 +152,7 @@ void AttentionRunner::run_wave(std::span<const AttentionQuery> queries) {
     total += chunks_of(query);
   }
   group_queries(queries);
-  const uint32_t kv_heads = c_.kv_heads(), groups = uint32_t(groups_.size());
+  const uint32_t kv_heads = c_.kv_heads, groups = uint32_t(groups_.size());
   const uint32_t slices = kv_slices(queries.size());
   pool_.run([&](unsigned index, unsigned count) {
     const Range range = split(groups * slices, index, count);

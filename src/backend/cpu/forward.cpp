@@ -234,9 +234,9 @@ class Model final : public HostBackendModel {
     const uint32_t dim = c_.head_dim();
     const float eps = c_.rms_norm_eps();
     cpu_ref::rms_norm_heads(q_.row(t), c_.q_heads, dim, as_f32(w.attn_q_norm), eps);
-    cpu_ref::rms_norm_heads(k_new_.row(t), c_.kv_heads(), dim, as_f32(w.attn_k_norm), eps);
+    cpu_ref::rms_norm_heads(k_new_.row(t), c_.kv_heads, dim, as_f32(w.attn_k_norm), eps);
     cpu_ref::rotate_heads(q_.row(t), c_.q_heads, dim, rope_.row(t));
-    cpu_ref::rotate_heads(k_new_.row(t), c_.kv_heads(), dim, rope_.row(t));
+    cpu_ref::rotate_heads(k_new_.row(t), c_.kv_heads, dim, rope_.row(t));
     const BatchToken& token = batch_[t];
     store_kv_row(kv_format_, k_new_.row(t), c_.kv_width(), token.kv.k(l, token.position));
     store_kv_row(kv_format_, v_new_.row(t), c_.kv_width(), token.kv.v(l, token.position));

@@ -79,9 +79,9 @@ class Model final : public HostBackendModel {
       matvec(layer.attn_k, x_norm_.data(), k_.data());
       matvec(layer.attn_v, x_norm_.data(), v_.data());
       rms_norm_heads(q_.data(), c_.q_heads, dim, as_f32(layer.attn_q_norm), eps);  // 3 Q/K norm
-      rms_norm_heads(k_.data(), c_.kv_heads(), dim, as_f32(layer.attn_k_norm), eps);
+      rms_norm_heads(k_.data(), c_.kv_heads, dim, as_f32(layer.attn_k_norm), eps);
       rotate_heads(q_.data(), c_.q_heads, dim, cos_sin_.data());  // 4 RoPE
-      rotate_heads(k_.data(), c_.kv_heads(), dim, cos_sin_.data());
+      rotate_heads(k_.data(), c_.kv_heads, dim, cos_sin_.data());
       note(ForwardStep::q_rope, l, position, q_);
       note(ForwardStep::k_rope, l, position, k_);
       store_kv(kv, l, position);
@@ -118,7 +118,7 @@ class Model final : public HostBackendModel {
       keys_[p] = kv.k(layer, p);
       values_[p] = kv.v(layer, p);
     }
-    attend_gqa(q_.data(), c_.q_heads, c_.kv_heads(), c_.head_dim(), kv_format_, std::span(keys_.data(), position + 1),
+    attend_gqa(q_.data(), c_.q_heads, c_.kv_heads, c_.head_dim(), kv_format_, std::span(keys_.data(), position + 1),
                std::span(values_.data(), position + 1), scores_.data(), attention_.data());
   }
 

@@ -321,9 +321,9 @@ class Model final : public BackendModel {
                d_ints + at.tables,
                a_.stores.as<const KvStoreView>(),
                0,
-               c_.kv_heads(),
+               c_.kv_heads,
                c_.head_dim()};
-    const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads(), c_.head_dim()};
+    const QkvRows qkv{a_.qkv.as<float>(), qkv_width(), c_.q_heads, c_.kv_heads, c_.head_dim()};
     for (uint32_t l = 0; l < layers_.size(); ++l) {
       const DeviceLayer& layer = layers_[l];
       kv.layer = l;
