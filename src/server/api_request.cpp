@@ -225,17 +225,9 @@ class Reader {
   }
 
   ApiStatus read_tool_choice(const Json& value) {
-    if (value.is_string()) {
-      const std::string choice = value.get<std::string>();
-      if (choice == "auto") out_.tool_choice = ToolChoice::automatic;
-      else if (choice == "none") out_.tool_choice = ToolChoice::none;
-      else if (choice == "required") out_.tool_choice = ToolChoice::required;
-      else
-        return field_error(
-            "tool_choice",
-            "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
-      return {};
-    }
+    if (value.is_string())
+      return read_tool_choice_word(value.get<std::string>(), "{\"type\": \"function\", \"function\": {\"name\": ...}}",
+                                   out_.tool_choice);
     if (!value.is_object() || value.value("type", Json()) != "function" || !value.contains("function") ||
         !value["function"].is_object() || !value["function"].contains("name") || !value["function"]["name"].is_string())
       return field_error("tool_choice", "a named choice is {\"type\": \"function\", \"function\": {\"name\": ...}}");
@@ -350,6 +342,14 @@ ApiStatus unknown_field(const std::string& key, bool known, const std::string& r
   if (known)
     return field_error(key, "is not supported by Kipp (kipp serve --ignore-unknown-fields accepts it, unhonoured)");
   return field_error(key, "is not a field of " + route);
+}
+
+ApiStatus read_tool_choice_word(const std::string& word, std::string_view named_form, ToolChoice& choice) {
+  if (word == "auto") choice = ToolChoice::automatic;
+  else if (word == "none") choice = ToolChoice::none;
+  else if (word == "required") choice = ToolChoice::required;
+  else return field_error("tool_choice", "must be \"auto\", \"none\", \"required\" or " + std::string(named_form));
+  return {};
 }
 
 bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget) {

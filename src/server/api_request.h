@@ -147,6 +147,10 @@ ApiStatus compile_constraints(ApiRequest& request);
 ApiStatus unknown_field(const std::string& key, bool known, const std::string& route, const ApiLimits& limits,
                         ApiRequest& request);
 
+// OpenAI's tool_choice words, "auto", "none" and "required", into `choice`; any other word is an
+// error that gives `named_form`, the endpoint's spelling of a named choice.
+ApiStatus read_tool_choice_word(const std::string& word, std::string_view named_form, ToolChoice& choice);
+
 // The thinking budget a reasoning effort stands for (both APIs' names: none, minimal, low, medium,
 // high, xhigh, max; max is no budget at all). False for a name that is not an effort.
 bool effort_thinking_budget(std::string_view effort, std::optional<uint32_t>& budget);

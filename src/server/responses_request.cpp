@@ -332,16 +332,9 @@ class Reader {
   }
 
   ApiStatus read_tool_choice(const Json& value) {
-    if (value.is_string()) {
-      const std::string choice = value.get<std::string>();
-      if (choice == "auto") out_.tool_choice = ToolChoice::automatic;
-      else if (choice == "none") out_.tool_choice = ToolChoice::none;
-      else if (choice == "required") out_.tool_choice = ToolChoice::required;
-      else
-        return field_error("tool_choice",
-                           "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"name\"}");
-      return {};
-    }
+    if (value.is_string())
+      return read_tool_choice_word(value.get<std::string>(), "{\"type\": \"function\", \"name\": ...}",
+                                   out_.tool_choice);
     const Json type = value.is_object() ? value.value("type", Json()) : Json();
     if (type != "function")
       return field_error("tool_choice", "Kipp forces function tools only: {\"type\": \"function\", \"name\": ...} (" +
