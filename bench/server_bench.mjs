@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
 import { sseData } from '../tests/support/sse.mjs';
+import { median, prose, spread } from './prose.mjs';
 
 const { values: args } = parseArgs({ options: {
   kipp: { type: 'string' }, model: { type: 'string' }, 'llama-server': { type: 'string' },
@@ -97,17 +98,6 @@ async function stream(server, prompt, maxTokens, started) {
   return { ttft: first, pieces };
 }
 
-const words = ['river', 'stone', 'light', 'north', 'garden', 'quiet', 'number', 'engine', 'paper', 'window'];
-function prose(seed, count) {
-  let state = seed >>> 0 || 1;
-  return Array.from({ length: count }, () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return words[(state >>> 16) % words.length];
-  }).join(' ');
-}
-
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const spread = (xs) => `${median(xs).toFixed(1)} (${Math.min(...xs).toFixed(1)}–${Math.max(...xs).toFixed(1)})`;
 
 async function throughput(server) {
   const rows = [];
@@ -126,7 +116,7 @@ async function throughput(server) {
       ttfts.push(median(results.map((x) => x.ttft)));
     }
     rows.push({ streams: count, rates, ttfts });
-    console.error(`${server.name}: ${count} streams: ${spread(rates)} tok/s, TTFT ${spread(ttfts)} ms`);
+    console.error(`${server.name}: ${count} streams: ${spread(rates, 1)} tok/s, TTFT ${spread(ttfts, 1)} ms`);
   }
   return rows;
 }
@@ -139,7 +129,7 @@ async function prefixReuse(server) {
     cold.push((await stream(server, `${shared} question one`, 4, performance.now())).ttft);
     warm.push((await stream(server, `${shared} question two`, 4, performance.now())).ttft);
   }
-  console.error(`${server.name}: prefix TTFT cold ${spread(cold)} ms, warm ${spread(warm)} ms`);
+  console.error(`${server.name}: prefix TTFT cold ${spread(cold, 1)} ms, warm ${spread(warm, 1)} ms`);
   return { cold, warm };
 }
 
@@ -163,12 +153,12 @@ console.log('| streams | ' + Object.keys(results).map((n) => `${n} tok/s | ${n} 
 console.log('|---:|' + Object.keys(results).map(() => '---:|---:|').join('') + (results['llama.cpp'] ? '---:|' : ''));
 streams.forEach((count, i) => {
   if (args['skip-throughput']) return;
-  const cells = Object.values(results).map((r) => `${spread(r.throughput[i].rates)} | ${spread(r.throughput[i].ttfts)}`);
+  const cells = Object.values(results).map((r) => `${spread(r.throughput[i].rates, 1)} | ${spread(r.throughput[i].ttfts, 1)}`);
   const ratio = results['llama.cpp']
     ? ` | ${(median(results.kipp.throughput[i].rates) / median(results['llama.cpp'].throughput[i].rates)).toFixed(2)}×`
     : '';
   console.log(`| ${count} | ${cells.join(' | ')}${ratio} |`);
 });
 for (const [name, r] of Object.entries(results))
-  console.log(`${name} prefix reuse: cold TTFT ${spread(r.prefix.cold)} ms, warm ${spread(r.prefix.warm)} ms, ` +
+  console.log(`${name} prefix reuse: cold TTFT ${spread(r.prefix.cold, 1)} ms, warm ${spread(r.prefix.warm, 1)} ms, ` +
     `ratio ${(median(r.prefix.cold) / median(r.prefix.warm)).toFixed(1)}×`);

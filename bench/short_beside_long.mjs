@@ -11,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { parseArgs } from 'node:util';
 
 import { sseData } from '../tests/support/sse.mjs';
+import { prose, spread } from './prose.mjs';
 
 const { values: args } = parseArgs({ options: {
   kipp: { type: 'string' }, model: { type: 'string' }, threads: { type: 'string', default: '2' },
@@ -52,16 +53,6 @@ async function ask(prompt, started) {
   return { first, end: performance.now() - started, tokens };
 }
 
-const words = ['river', 'stone', 'light', 'north', 'garden', 'quiet', 'number', 'engine', 'paper', 'window'];
-function prose(seed, count) {
-  let state = seed >>> 0 || 1;
-  return Array.from({ length: count }, () => {
-    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
-    return words[(state >>> 16) % words.length];
-  }).join(' ');
-}
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const spread = (xs) => `${median(xs).toFixed(0)} (${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)})`;
 
 const alone = [];
 const beside = [];
@@ -88,4 +79,4 @@ try {
 console.log(`${sizes}; TTFT in ms, median (min–max) of ${args.rounds}`);
 console.log(`| short alone | short beside the long | long beside the short |`);
 console.log(`|---:|---:|---:|`);
-console.log(`| ${spread(alone)} | ${spread(beside)} | ${spread(long)} |`);
+console.log(`| ${spread(alone, 0)} | ${spread(beside, 0)} | ${spread(long, 0)} |`);
