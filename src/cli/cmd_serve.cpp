@@ -10,7 +10,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +19,7 @@
 #include "backend/kv_store.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
+#include "cli/constraint_flags.h"
 #include "cli/report.h"
 #include "grammar/json_schema.h"
 #include "model/model_file.h"
@@ -250,8 +250,7 @@ Command add_serve_command(CLI::App& app) {
                   "The JSON form of structured output and forced calls when a request names none (its json_form "
                   "field): tidy (default: no member or item the schema does not list unless it needs one, "
                   "json.dumps spacing) or exact (every instance the schema accepts); docs/STRUCTURED.md")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, grammar::JsonForm>{
-          {"tidy", grammar::JsonForm::tidy}, {"exact", grammar::JsonForm::exact}}));
+      ->transform(json_form_words());
   sub->add_option("--cors-origin", args->cors_origins,
                   "Let web pages from this origin call the server (repeatable; * for any). Off by default: see "
                   "docs/SERVER.md");

@@ -1,7 +1,7 @@
 #include "cli/constraint_flags.h"
 
 #include <cstdio>
-#include <map>
+#include <string>
 
 #include "engine/token_constraint.h"
 #include "grammar/gbnf.h"
@@ -9,6 +9,18 @@
 #include "util/json_fields.h"
 
 namespace kipp::cli {
+
+CLI::Validator json_form_words() {
+  // Each word becomes the enum's number, which CLI11 then reads into the JsonForm option.
+  return CLI::Validator(
+      [](std::string& word) -> std::string {
+        if (word == "tidy") word = std::to_string(int(grammar::JsonForm::tidy));
+        else if (word == "exact") word = std::to_string(int(grammar::JsonForm::exact));
+        else return "must be tidy or exact, not '" + word + "'";
+        return {};
+      },
+      "tidy|exact");
+}
 
 void ConstraintFlags::add_to(CLI::App& app, grammar::JsonForm form) {
   form_ = form;
@@ -24,8 +36,7 @@ void ConstraintFlags::add_to(CLI::App& app, grammar::JsonForm form) {
                              "it needs one, json.dumps spacing: what a model should write) or exact (every instance "
                              "the schema accepts) (default ") +
                      (form == grammar::JsonForm::tidy ? "tidy" : "exact") + "; docs/STRUCTURED.md)")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, grammar::JsonForm>{
-          {"tidy", grammar::JsonForm::tidy}, {"exact", grammar::JsonForm::exact}}));
+      ->transform(json_form_words());
 }
 
 Result<CompiledConstraint> ConstraintFlags::compile() const {

@@ -21,6 +21,9 @@ struct CompiledConstraint {
   std::vector<grammar::Unenforced> unenforced;  // --not-strict: what the schema left out
 };
 
+// The words --json-form takes (tidy, exact), for every command with the flag (kipp serve too).
+CLI::Validator json_form_words();
+
 class ConstraintFlags {
  public:
   // `form`: the JSON form a schema compiles to unless --json-form says otherwise (tidy where a model

@@ -9,7 +9,8 @@
   pointer; `--not-strict` lists it instead;
 - inputs built to exhaust a compiler (deep nesting, deep groups, a grammar matching nothing) are
   refused with an error naming the limit, never a crash;
-- `--model` reports token statistics over the artifact's vocabulary.
+- `--model` reports token statistics over the artifact's vocabulary;
+- `--json-form tidy` narrows `--check` to what a model may write; a wrong word is one clear line.
 """
 import argparse
 import json
@@ -94,6 +95,22 @@ class CheckCommand(unittest.TestCase):
         self.assertIn("keyword 'uniqueItems' at /properties/tags", refused.stderr)
         lenient = json.loads(run("grammar", "--json-schema", schema, "--not-strict", "--json", check=0).stdout)
         self.assertIn({"keyword": "uniqueItems", "pointer": "/properties/tags/uniqueItems"}, lenient["unenforced"])
+
+    def test_json_form_flag(self):
+        # `kipp grammar` validates with the exact form; --json-form tidy checks what a model may
+        # write: no member the schema does not list, at most one space after ',' and ':'.
+        schema = scratch("form.json", json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}}))
+        unlisted = scratch("unlisted.json", '{"a": 1, "b": 2}')
+        spaced = scratch("spaced.json", '{"a":  1}')
+        listed = scratch("listed.json", '{"a": 1}')
+        run("grammar", "--json-schema", schema, "--check", unlisted, check=0)
+        run("grammar", "--json-schema", schema, "--check", spaced, check=0)
+        run("grammar", "--json-schema", schema, "--json-form", "tidy", "--check", unlisted, check=1)
+        run("grammar", "--json-schema", schema, "--json-form", "tidy", "--check", spaced, check=1)
+        run("grammar", "--json-schema", schema, "--json-form", "tidy", "--check", listed, check=0)
+        wrong = run("grammar", "--json-schema", schema, "--json-form", "loose")
+        self.assertNotEqual(wrong.returncode, 0)
+        self.assertIn("--json-form: must be tidy or exact, not 'loose'", wrong.stderr)
 
     def test_hostile_inputs_are_refused_naming_the_limit(self):
         # Issue 32's reproduction: a schema file nested 3,000 levels deep crashed `kipp grammar`.
