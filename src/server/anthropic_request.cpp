@@ -304,10 +304,11 @@ class Reader {
   // The tools in the prompt: those not deferred, and the deferred ones a tool_reference loaded.
   ApiStatus load_referenced_tools() {
     std::set<std::string, std::less<>> loaded;
-    for (const auto& [name, where] : referenced_) {
+    for (const auto& reference : referenced_) {
+      const std::string& name = reference.first;
       const auto named = [&](const OfferedTool& tool) { return tool.function["function"]["name"] == name; };
       if (std::none_of(tools_.begin(), tools_.end(), named))
-        return field_error(where + ".tool_name", "'" + name + "' names no tool of the request");
+        return field_error(reference.second + ".tool_name", "'" + name + "' names no tool of the request");
       loaded.insert(name);
     }
     Json functions = Json::array();
