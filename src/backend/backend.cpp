@@ -46,6 +46,10 @@ Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, cons
     return fail("--no-cuda-graphs applies to the cuda backend only, not ", name);
   if (name == "cpu-ref") return create_cpu_ref_backend(model, options.kv_cache);
   if (name == "cuda" && cuda_linked()) {
+    // ../shared/REVIEW-QWEN3-MOE.md, point 8: MoE on CUDA waits for the dense backend's GPU gates.
+    if (model.checkpoint().is_moe())
+      return fail("the cuda backend does not run mixture-of-experts checkpoints (", model.checkpoint().id,
+                  "); --backend cpu-ref does");
     if (options.kv_cache != KvFormat::bf16)
       return fail("--kv-cache ", kv_format_name(options.kv_cache),
                   " is not offered by the cuda backend, whose cache is BF16 (cpu and cpu-ref offer it)");

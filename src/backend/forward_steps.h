@@ -21,16 +21,19 @@ enum class ForwardStep : uint8_t {
   attention,      // softmax(q k^T / sqrt(d)) v per query head, before the output projection: [q_heads x head_dim]
   attn_residual,  // the residual stream after the attention block's projection is added: [hidden]
   ffn_norm,       // that stream after the FFN RMSNorm: [hidden]
-  ffn_out,        // down(silu(gate) * up), before it is added: [hidden]
-  residual,       // the residual stream leaving the layer: [hidden]
-  final_norm,     // the last layer's output after the final RMSNorm: [hidden]
-  logits,         // the output head: [vocab]
+  // MoE layers only: the router's choice, the chosen experts' ids in rank order, then their
+  // renormalised weights: [2 x experts per token] (ids as exact floats)
+  experts,
+  ffn_out,  // down(silu(gate) * up), or in a MoE layer the weighted sum of the chosen experts', before it is added: [hidden]
+  residual,    // the residual stream leaving the layer: [hidden]
+  final_norm,  // the last layer's output after the final RMSNorm: [hidden]
+  logits,      // the output head: [vocab]
 };
 
-inline constexpr std::array<std::string_view, 11> kForwardStepNames = {"embedding",  "attn_norm", "q_rope",
-                                                                       "k_rope",     "attention", "attn_residual",
-                                                                       "ffn_norm",   "ffn_out",   "residual",
-                                                                       "final_norm", "logits"};
+inline constexpr std::array<std::string_view, 12> kForwardStepNames = {"embedding", "attn_norm",  "q_rope",
+                                                                       "k_rope",    "attention",  "attn_residual",
+                                                                       "ffn_norm",  "experts",    "ffn_out",
+                                                                       "residual",  "final_norm", "logits"};
 
 inline std::string_view forward_step_name(ForwardStep step) { return kForwardStepNames[size_t(step)]; }
 

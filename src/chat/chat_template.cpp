@@ -76,7 +76,9 @@ Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>&
   if (variant == Variant::base)
     return fail("this is a base checkpoint: it has no chat template (continue raw text with `kipp generate`)");
   KIPP_TRY(check_messages(messages));
-  const bool keeps_thinking = variant != Variant::instruct_2507;
+  if (variant == Variant::coder && !options.tools.empty())
+    return fail("Qwen3-Coder calls tools in its own XML form, which Kipp does not render or parse yet");
+  const bool keeps_thinking = variant != Variant::instruct_2507 && variant != Variant::coder;
   std::string out;
   if (!options.tools.empty()) {
     out += "<|im_start|>system\n";

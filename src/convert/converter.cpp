@@ -124,24 +124,30 @@ Status encode_chunk(const uint16_t* source, uint64_t count, uint64_t first_index
 void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme, HeadScheme head,
                   const ConvertedTokenizer& tok, const std::vector<std::string>& files,
                   const std::vector<std::string>& hashes) {
-  writer.add_string(keys::architecture, "qwen3");
+  writer.add_string(keys::architecture, gguf_architecture(c));
   writer.add_string(keys::name, c.repository);
   writer.add_string(keys::license, "apache-2.0");
   writer.add_u32(keys::alignment, gguf::kDefaultAlignment);
   writer.add_u32(keys::file_type, llama_file_type(scheme));
   if (scheme != QuantScheme::bf16 || head != HeadScheme::bf16)
     writer.add_u32(keys::quantization_version, gguf::kQuantizationVersion);
-  writer.add_u32(keys::context_length, c.context);
-  writer.add_u32(keys::embedding_length, c.hidden);
-  writer.add_u32(keys::block_count, c.layers);
-  writer.add_u32(keys::feed_forward_length, c.ffn);
-  writer.add_u32(keys::head_count, c.q_heads);
-  writer.add_u32(keys::head_count_kv, c.kv_heads);
-  writer.add_u32(keys::key_length, c.head_dim());
-  writer.add_u32(keys::value_length, c.head_dim());
-  writer.add_u32(keys::rope_dimension_count, c.head_dim());
-  writer.add_f32(keys::rope_freq_base, c.rope_theta);
-  writer.add_f32(keys::rms_epsilon, c.rms_norm_eps());
+  auto key = [&c](std::string_view qwen3_key) { return architecture_key(c, qwen3_key); };
+  writer.add_u32(key(keys::context_length), c.context);
+  writer.add_u32(key(keys::embedding_length), c.hidden);
+  writer.add_u32(key(keys::block_count), c.layers);
+  writer.add_u32(key(keys::feed_forward_length), c.ffn);
+  writer.add_u32(key(keys::head_count), c.q_heads);
+  writer.add_u32(key(keys::head_count_kv), c.kv_heads);
+  writer.add_u32(key(keys::key_length), c.head_dim());
+  writer.add_u32(key(keys::value_length), c.head_dim());
+  writer.add_u32(key(keys::rope_dimension_count), c.head_dim());
+  writer.add_f32(key(keys::rope_freq_base), c.rope_theta);
+  writer.add_f32(key(keys::rms_epsilon), c.rms_norm_eps());
+  if (c.is_moe()) {
+    writer.add_u32(keys::expert_count, c.experts.count);
+    writer.add_u32(keys::expert_used_count, c.experts.per_token);
+    writer.add_u32(keys::expert_feed_forward_length, c.experts.ffn);
+  }
   writer.add_string(keys::tokenizer_model, kTokenizerModel);
   writer.add_string(keys::tokenizer_pre, kTokenizerPre);
   writer.add_string_array(keys::tokens, tok.tokens);
@@ -179,7 +185,8 @@ Result<std::vector<std::string>> sha256_of_files(const std::string& dir, const s
   return hashes;
 }
 
-// Every tensor's bytes after the header, in the header's order, a bounded chunk of rows at a time.
+// Every tensor's bytes after the header, in the header's order, a bounded chunk of rows at a time:
+// a stack of experts is written expert after expert, so it is never held whole.
 Status write_tensors(const SafetensorsCheckpoint& source, const std::vector<ExpectedTensor>& expected,
                      const ConvertOptions& options, uint64_t source_bytes_total, gguf::Writer& writer,
                      AtomicFile& out) {
@@ -187,18 +194,21 @@ Status write_tensors(const SafetensorsCheckpoint& source, const std::vector<Expe
   std::vector<uint8_t> encoded;
   ConvertProgress progress{0, source_bytes_total};
   for (const auto& tensor : expected) {
-    const SafetensorsTensor& src = *source.find(tensor.hf_name);
     const gguf::TensorType type = expected_tensor_type(tensor, options.scheme, options.head);
     const uint64_t row_values = tensor.cols;
     const uint64_t rows_per_chunk = std::max<uint64_t>(1, kChunkBytes / (row_values * 2));
-    for (uint64_t row = 0; row < tensor.rows; row += rows_per_chunk) {
-      const uint64_t rows = std::min(rows_per_chunk, tensor.rows - row);
-      chunk.resize(rows * row_values);
-      KIPP_TRY(source.read(src, row * row_values * 2, chunk.data(), chunk.size() * 2));
-      KIPP_TRY(encode_chunk(chunk.data(), chunk.size(), row * row_values, type, tensor.hf_name, encoded));
-      KIPP_TRY(writer.append_tensor_bytes(out, encoded));
-      progress.bytes_done += chunk.size() * 2;
-      if (options.on_progress) options.on_progress(progress);
+    for (const ExpectedTensor& piece : unstacked({tensor})) {
+      const std::string& name = piece.hf_name;
+      const SafetensorsTensor& src = *source.find(name);
+      for (uint64_t row = 0; row < tensor.rows; row += rows_per_chunk) {
+        const uint64_t rows = std::min(rows_per_chunk, tensor.rows - row);
+        chunk.resize(rows * row_values);
+        KIPP_TRY(source.read(src, row * row_values * 2, chunk.data(), chunk.size() * 2));
+        KIPP_TRY(encode_chunk(chunk.data(), chunk.size(), row * row_values, type, name, encoded));
+        KIPP_TRY(writer.append_tensor_bytes(out, encoded));
+        progress.bytes_done += chunk.size() * 2;
+        if (options.on_progress) options.on_progress(progress);
+      }
     }
   }
   return {};
@@ -244,7 +254,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   }
   KIPP_ASSIGN(SafetensorsCheckpoint source, SafetensorsCheckpoint::open(dir));
   const std::vector<ExpectedTensor> expected = expected_tensors(c);
-  KIPP_TRY(check_tensor_set(source, expected, c));
+  KIPP_TRY(check_tensor_set(source, unstacked(expected), c));
   KIPP_ASSIGN(StoredTiedHead stored_head, compare_stored_head(source, c));
 
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
@@ -260,7 +270,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   for (const auto& tensor : expected) {
     KIPP_TRY(writer.add_tensor(tensor.gguf_name, tensor.gguf_dims(),
                                expected_tensor_type(tensor, options.scheme, options.head)));
-    source_bytes_total += source.find(tensor.hf_name)->bytes;
+    for (const ExpectedTensor& piece : unstacked({tensor})) source_bytes_total += source.find(piece.hf_name)->bytes;
   }
   if (auto parent = std::filesystem::path(options.out_path).parent_path(); !parent.empty()) {
     std::error_code ignored;

@@ -26,19 +26,47 @@ Status expect_number(const json::Json& config, const char* key, double expected,
 Status expect_if_present(const json::Json& config, const char* key, const json::Json& expected) {
   auto it = config.find(key);
   if (it == config.end() || *it == expected) return {};
-  return fail(kWhat, ": ", key, " is ", it->dump(), ", expected ", expected.dump(), " (Qwen3 dense family)");
+  return fail(kWhat, ": ", key, " is ", it->dump(), ", expected ", expected.dump(), " (Qwen3 family)");
+}
+
+Status expect_value(const json::Json& config, const char* key, const json::Json& expected, const Checkpoint& c) {
+  auto it = config.find(key);
+  if (it == config.end()) return fail(kWhat, ": missing ", key, " (", c.id, " is a mixture of experts)");
+  if (*it != expected) return fail(kWhat, ": ", key, " is ", it->dump(), ", expected ", expected.dump(), " for ", c.id);
+  return {};
+}
+
+// The MoE block as the review admits it: every layer sparse, the top-k renormalised, no shared
+// expert. A key the transformers class would default (norm_topk_prob defaults to false there) must
+// be present. The Coder config's extra keys (qkv_bias, use_qk_norm, shared_expert_intermediate_size)
+// must say what the family does.
+Status check_experts(const json::Json& config, const Checkpoint& c) {
+  KIPP_TRY(expect_uint(config, "num_experts", c.experts.count, c));
+  KIPP_TRY(expect_uint(config, "num_experts_per_tok", c.experts.per_token, c));
+  KIPP_TRY(expect_uint(config, "moe_intermediate_size", c.experts.ffn, c));
+  KIPP_TRY(expect_value(config, "norm_topk_prob", true, c));
+  KIPP_TRY(expect_value(config, "decoder_sparse_step", 1, c));
+  KIPP_TRY(expect_value(config, "mlp_only_layers", json::Json::array(), c));
+  KIPP_TRY(expect_if_present(config, "shared_expert_intermediate_size", 0));
+  KIPP_TRY(expect_if_present(config, "use_qk_norm", true));
+  KIPP_TRY(expect_if_present(config, "qkv_bias", false));
+  return {};
 }
 
 }  // namespace
 
 Status check_hf_config(const std::string& config_text, const Checkpoint& c) {
   KIPP_ASSIGN(json::Json config, json::parse(config_text, kWhat));
+  const std::string expected_type = c.is_moe() ? "qwen3_moe" : "qwen3";
+  const std::string expected_class = c.is_moe() ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM";
   KIPP_ASSIGN(std::string model_type, json::get_string(config, "model_type", kWhat));
-  if (model_type != "qwen3") return fail(kWhat, ": model_type is \"", model_type, "\", expected \"qwen3\"");
+  if (model_type != expected_type)
+    return fail(kWhat, ": model_type is \"", model_type, "\", expected \"", expected_type, "\" for ", c.id);
   if (auto it = config.find("architectures"); it != config.end()) {
-    if (!it->is_array() || std::find(it->begin(), it->end(), "Qwen3ForCausalLM") == it->end())
-      return fail(kWhat, ": architectures is ", it->dump(), ", expected [\"Qwen3ForCausalLM\"]");
+    if (!it->is_array() || std::find(it->begin(), it->end(), expected_class) == it->end())
+      return fail(kWhat, ": architectures is ", it->dump(), ", expected [\"", expected_class, "\"]");
   }
+  if (c.is_moe()) KIPP_TRY(check_experts(config, c));
   KIPP_TRY(expect_uint(config, "hidden_size", c.hidden, c));
   KIPP_TRY(expect_uint(config, "intermediate_size", c.ffn, c));
   KIPP_TRY(expect_uint(config, "num_hidden_layers", c.layers, c));

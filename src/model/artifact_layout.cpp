@@ -2,6 +2,14 @@
 
 namespace kipp {
 
+std::string_view gguf_architecture(const Checkpoint& checkpoint) { return checkpoint.is_moe() ? "qwen3moe" : "qwen3"; }
+
+std::string architecture_key(const Checkpoint& checkpoint, std::string_view qwen3_key) {
+  constexpr std::string_view dense_prefix = "qwen3.";
+  if (qwen3_key.substr(0, dense_prefix.size()) != dense_prefix) return std::string(qwen3_key);
+  return std::string(gguf_architecture(checkpoint)) + "." + std::string(qwen3_key.substr(dense_prefix.size()));
+}
+
 std::string_view quant_scheme_name(QuantScheme scheme) {
   switch (scheme) {
     case QuantScheme::bf16: return "bf16";
@@ -42,12 +50,20 @@ bool ExpectedTensor::is_projection() const {
     case TensorRole::attn_output:
     case TensorRole::ffn_gate:
     case TensorRole::ffn_up:
-    case TensorRole::ffn_down: return true;
+    case TensorRole::ffn_down:
+    case TensorRole::ffn_gate_exps:
+    case TensorRole::ffn_up_exps:
+    case TensorRole::ffn_down_exps: return true;
     default: return false;
   }
 }
 
+std::string ExpectedTensor::hf_expert_name(uint64_t expert) const {
+  return hf_name + "." + std::to_string(expert) + "." + hf_expert_suffix;
+}
+
 std::vector<uint64_t> ExpectedTensor::gguf_dims() const {
+  if (experts) return {cols, rows, experts};
   return is_vector() ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows};
 }
 
@@ -74,9 +90,22 @@ std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
     add("attn_k_norm", "self_attn.k_norm", TensorRole::attn_k_norm, 1, head);
     add("attn_output", "self_attn.o_proj", TensorRole::attn_output, hidden, q);
     add("ffn_norm", "post_attention_layernorm", TensorRole::ffn_norm, 1, hidden);
-    add("ffn_gate", "mlp.gate_proj", TensorRole::ffn_gate, ffn, hidden);
-    add("ffn_up", "mlp.up_proj", TensorRole::ffn_up, ffn, hidden);
-    add("ffn_down", "mlp.down_proj", TensorRole::ffn_down, hidden, ffn);
+    if (!c.is_moe()) {
+      add("ffn_gate", "mlp.gate_proj", TensorRole::ffn_gate, ffn, hidden);
+      add("ffn_up", "mlp.up_proj", TensorRole::ffn_up, ffn, hidden);
+      add("ffn_down", "mlp.down_proj", TensorRole::ffn_down, hidden, ffn);
+      continue;
+    }
+    const uint64_t experts = c.experts.count, expert_ffn = c.experts.ffn;
+    add("ffn_gate_inp", "mlp.gate", TensorRole::ffn_gate_inp, experts, hidden);
+    auto add_stack = [&](const char* gguf, const char* source, TensorRole role, uint64_t rows, uint64_t cols) {
+      out.push_back({blk + gguf + ".weight", hf + "mlp.experts", role, l, rows, cols});
+      out.back().experts = experts;
+      out.back().hf_expert_suffix = std::string(source) + ".weight";
+    };
+    add_stack("ffn_gate_exps", "gate_proj", TensorRole::ffn_gate_exps, expert_ffn, hidden);
+    add_stack("ffn_up_exps", "up_proj", TensorRole::ffn_up_exps, expert_ffn, hidden);
+    add_stack("ffn_down_exps", "down_proj", TensorRole::ffn_down_exps, hidden, expert_ffn);
   }
   out.push_back({"output_norm.weight", "model.norm.weight", TensorRole::output_norm, -1, 1, hidden});
   if (!c.tied) {
@@ -86,8 +115,25 @@ std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
   return out;
 }
 
+std::vector<ExpectedTensor> unstacked(const std::vector<ExpectedTensor>& tensors) {
+  std::vector<ExpectedTensor> out;
+  for (const ExpectedTensor& tensor : tensors) {
+    if (!tensor.experts) {
+      out.push_back(tensor);
+      continue;
+    }
+    for (uint64_t e = 0; e < tensor.experts; ++e) {
+      out.push_back(tensor);
+      out.back().hf_name = tensor.hf_expert_name(e);
+      out.back().experts = 0;
+      out.back().hf_expert_suffix.clear();
+    }
+  }
+  return out;
+}
+
 gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme, HeadScheme head) {
-  if (tensor.is_vector()) return gguf::TensorType::f32;
+  if (tensor.is_vector() || tensor.role == TensorRole::ffn_gate_inp) return gguf::TensorType::f32;
   if (tensor.is_head && head == HeadScheme::q8_0) return gguf::TensorType::q8_0;
   if (!tensor.is_projection()) return gguf::TensorType::bf16;
   switch (scheme) {

@@ -33,6 +33,11 @@ inline constexpr std::string_view value_length = "qwen3.attention.value_length";
 inline constexpr std::string_view rms_epsilon = "qwen3.attention.layer_norm_rms_epsilon";
 inline constexpr std::string_view rope_freq_base = "qwen3.rope.freq_base";
 inline constexpr std::string_view rope_dimension_count = "qwen3.rope.dimension_count";
+// The MoE hyperparameters, in llama.cpp's qwen3moe spelling (it writes no key for the routing,
+// which is fixed for the architecture: softmax, top-k renormalised).
+inline constexpr std::string_view expert_count = "qwen3moe.expert_count";
+inline constexpr std::string_view expert_used_count = "qwen3moe.expert_used_count";
+inline constexpr std::string_view expert_feed_forward_length = "qwen3moe.expert_feed_forward_length";
 inline constexpr std::string_view tokenizer_model = "tokenizer.ggml.model";
 inline constexpr std::string_view tokenizer_pre = "tokenizer.ggml.pre";
 inline constexpr std::string_view tokens = "tokenizer.ggml.tokens";
@@ -53,6 +58,12 @@ inline constexpr std::string_view kipp_quant_scheme = "kipp.quant.scheme";
 inline constexpr std::string_view kipp_quant_head = "kipp.quant.head";  // written only when not bf16
 inline constexpr std::string_view kipp_converter = "kipp.converter.version";
 }  // namespace keys
+
+// llama.cpp's name of the checkpoint's architecture: general.architecture, and the prefix of
+// its hyperparameter keys.
+std::string_view gguf_architecture(const Checkpoint& checkpoint);
+// A hyperparameter key above (spelled for qwen3) as the checkpoint's architecture spells it.
+std::string architecture_key(const Checkpoint& checkpoint, std::string_view qwen3_key);
 
 inline constexpr uint32_t kArtifactFormatVersion = 1;
 inline constexpr std::string_view kTokenizerModel = "gpt2";
@@ -82,29 +93,45 @@ enum class TensorRole {
   ffn_gate,
   ffn_up,
   ffn_down,
+  ffn_gate_inp,   // the MoE router
+  ffn_gate_exps,  // the experts' gate projections, stacked
+  ffn_up_exps,
+  ffn_down_exps,
   output_norm,
   output,
 };
 
 struct ExpectedTensor {
   std::string gguf_name;  // llama.cpp name, e.g. blk.3.ffn_up.weight
-  std::string hf_name;    // safetensors name, e.g. model.layers.3.mlp.up_proj.weight
+  // safetensors name, e.g. model.layers.3.mlp.up_proj.weight; for a stack of experts the common
+  // prefix of its sources, model.layers.3.mlp.experts (see hf_expert_name)
+  std::string hf_name;
   TensorRole role;
   int layer;      // -1 outside the layer stack
   uint64_t rows;  // output features (1 for a norm vector)
   uint64_t cols;  // input features: the contiguous dimension
   bool is_vector() const { return rows == 1; }
-  bool is_head = false;                     // the output head: the embedding when tied, output.weight when untied
-  bool is_projection() const;               // one of the seven per-layer matrices a scheme may quantize
-  std::vector<uint64_t> gguf_dims() const;  // {cols} or {cols, rows}
-  std::vector<uint64_t> hf_shape() const;   // {cols} or {rows, cols}
+  bool is_head = false;  // the output head: the embedding when tied, output.weight when untied
+  // A stack: `experts` matrices of [rows, cols], expert e's stored at e * rows * cols. The hub
+  // publishes each as its own tensor, hf_expert_name(e). 0: one matrix.
+  uint64_t experts = 0;
+  std::string hf_expert_suffix = {};  // gate_proj.weight, up_proj.weight or down_proj.weight
+  bool is_projection() const;         // a per-layer matrix (or stack) a scheme may quantize
+  uint64_t elements() const { return rows * cols * (experts ? experts : 1); }
+  std::string hf_expert_name(uint64_t expert) const;  // model.layers.3.mlp.experts.17.up_proj.weight
+  std::vector<uint64_t> gguf_dims() const;            // {cols}, {cols, rows} or {cols, rows, experts}
+  std::vector<uint64_t> hf_shape() const;             // {cols} or {rows, cols}: one source tensor's
 };
 
 // Every tensor of the entry's artifact, in the order the converter writes them.
 std::vector<ExpectedTensor> expected_tensors(const Checkpoint& checkpoint);
 
-// Storage type of a tensor under a scheme: norms F32, projections per scheme, the head per head
-// scheme, an untied embedding BF16.
+// The tensors as the safetensors hold them: each stack replaced by its experts' matrices in
+// expert order (each keeps the stack's gguf_name and role, with its own hf_name and experts 0).
+std::vector<ExpectedTensor> unstacked(const std::vector<ExpectedTensor>& tensors);
+
+// Storage type of a tensor under a scheme: norms and the router F32 (exact), projections and
+// expert stacks per scheme, the head per head scheme, an untied embedding BF16.
 gguf::TensorType expected_tensor_type(const ExpectedTensor& tensor, QuantScheme scheme,
                                       HeadScheme head = HeadScheme::bf16);
 

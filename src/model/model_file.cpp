@@ -41,7 +41,10 @@ Result<uint32_t> token_id(const gguf::File& file, std::string_view key) {
 }
 
 Result<const Checkpoint*> match_registry(const gguf::File& file) {
-  KIPP_TRY(expect_string(file, keys::architecture, "qwen3"));
+  KIPP_ASSIGN(std::string_view architecture, file.get_string(keys::architecture));
+  if (architecture != "qwen3" && architecture != "qwen3moe")
+    return fail("metadata ", keys::architecture, " is \"", printable(architecture),
+                "\", expected \"qwen3\" or \"qwen3moe\"");
   KIPP_ASSIGN(std::string_view repository, file.get_string(keys::kipp_repository));
   KIPP_ASSIGN(std::string_view revision, file.get_string(keys::kipp_revision));
   const Checkpoint* checkpoint = find_checkpoint_by_source(repository, revision);
@@ -52,21 +55,28 @@ Result<const Checkpoint*> match_registry(const gguf::File& file) {
   if (format != kArtifactFormatVersion)
     return fail("metadata ", keys::kipp_format_version, " is ", format, ", expected ", kArtifactFormatVersion);
   KIPP_TRY(expect_string(file, keys::kipp_checkpoint, checkpoint->id));
+  KIPP_TRY(expect_string(file, keys::architecture, gguf_architecture(*checkpoint)));
   return checkpoint;
 }
 
 Status check_hyperparameters(const gguf::File& file, const Checkpoint& c) {
-  KIPP_TRY(expect_u32(file, keys::context_length, c.context, c));
-  KIPP_TRY(expect_u32(file, keys::embedding_length, c.hidden, c));
-  KIPP_TRY(expect_u32(file, keys::block_count, c.layers, c));
-  KIPP_TRY(expect_u32(file, keys::feed_forward_length, c.ffn, c));
-  KIPP_TRY(expect_u32(file, keys::head_count, c.q_heads, c));
-  KIPP_TRY(expect_u32(file, keys::head_count_kv, c.kv_heads, c));
-  KIPP_TRY(expect_u32(file, keys::key_length, c.head_dim(), c));
-  KIPP_TRY(expect_u32(file, keys::value_length, c.head_dim(), c));
-  KIPP_TRY(expect_u32(file, keys::rope_dimension_count, c.head_dim(), c));
-  KIPP_TRY(expect_f32(file, keys::rope_freq_base, c.rope_theta, c));
-  KIPP_TRY(expect_f32(file, keys::rms_epsilon, c.rms_norm_eps(), c));
+  auto key = [&c](std::string_view qwen3_key) { return architecture_key(c, qwen3_key); };
+  KIPP_TRY(expect_u32(file, key(keys::context_length), c.context, c));
+  KIPP_TRY(expect_u32(file, key(keys::embedding_length), c.hidden, c));
+  KIPP_TRY(expect_u32(file, key(keys::block_count), c.layers, c));
+  KIPP_TRY(expect_u32(file, key(keys::feed_forward_length), c.ffn, c));
+  KIPP_TRY(expect_u32(file, key(keys::head_count), c.q_heads, c));
+  KIPP_TRY(expect_u32(file, key(keys::head_count_kv), c.kv_heads, c));
+  KIPP_TRY(expect_u32(file, key(keys::key_length), c.head_dim(), c));
+  KIPP_TRY(expect_u32(file, key(keys::value_length), c.head_dim(), c));
+  KIPP_TRY(expect_u32(file, key(keys::rope_dimension_count), c.head_dim(), c));
+  KIPP_TRY(expect_f32(file, key(keys::rope_freq_base), c.rope_theta, c));
+  KIPP_TRY(expect_f32(file, key(keys::rms_epsilon), c.rms_norm_eps(), c));
+  if (c.is_moe()) {
+    KIPP_TRY(expect_u32(file, keys::expert_count, c.experts.count, c));
+    KIPP_TRY(expect_u32(file, keys::expert_used_count, c.experts.per_token, c));
+    KIPP_TRY(expect_u32(file, keys::expert_feed_forward_length, c.experts.ffn, c));
+  }
   if (file.alignment != gguf::kDefaultAlignment)
     return fail("metadata ", keys::alignment, " is ", file.alignment, ", Kipp artifacts use ", gguf::kDefaultAlignment);
   return {};

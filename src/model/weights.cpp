@@ -44,6 +44,10 @@ WeightView* slot_for(ModelWeights& weights, const ExpectedTensor& tensor) {
     case TensorRole::ffn_gate: return &layer.ffn_gate;
     case TensorRole::ffn_up: return &layer.ffn_up;
     case TensorRole::ffn_down: return &layer.ffn_down;
+    case TensorRole::ffn_gate_inp: return &layer.ffn_gate_inp;
+    case TensorRole::ffn_gate_exps: return &layer.ffn_gate_exps;
+    case TensorRole::ffn_up_exps: return &layer.ffn_up_exps;
+    case TensorRole::ffn_down_exps: return &layer.ffn_down_exps;
     default: return nullptr;
   }
 }
@@ -77,18 +81,22 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& chec
       return fail("tensor ", tensor.gguf_name, ": data is not 32-byte aligned");
     WeightView* slot = slot_for(weights, tensor);
     KIPP_INVARIANT(slot != nullptr);  // every role expected_tensors() names has its slot
-    *slot = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes};
+    *slot = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes, tensor.experts};
   }
   if (checkpoint.tied) weights.lm_head = weights.token_embedding;
+  weights.experts_per_token = checkpoint.experts.per_token;
   return weights;
 }
 
 uint64_t weight_bytes_per_token(const ModelWeights& w) {
   uint64_t bytes = w.output_norm.bytes + w.lm_head.bytes + w.token_embedding.bytes / w.token_embedding.rows;
-  for (const LayerWeights& l : w.layers)
+  for (const LayerWeights& l : w.layers) {
     for (const WeightView* view : {&l.attn_norm, &l.attn_q, &l.attn_k, &l.attn_v, &l.attn_q_norm, &l.attn_k_norm,
-                                   &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
+                                   &l.attn_output, &l.ffn_norm, &l.ffn_gate, &l.ffn_up, &l.ffn_down, &l.ffn_gate_inp})
       bytes += view->bytes;
+    for (const WeightView* stack : {&l.ffn_gate_exps, &l.ffn_up_exps, &l.ffn_down_exps})
+      if (stack->experts) bytes += stack->bytes / stack->experts * w.experts_per_token;
+  }
   return bytes;
 }
 

@@ -34,6 +34,139 @@ constexpr Checkpoint kCheckpoints[] = {
      8, 40960, 1e6f, false, false, false},
     {"qwen3-32b", "Qwen/Qwen3-32B", "9216db5781bf21249d130ec9da846c4624c16137", Variant::instruct, 64, 5120, 25600, 64,
      8, 40960, 1e6f, false, false, false},
+    // The mixture-of-experts checkpoints (../shared/QWEN3-MOE-EMBED-AS-PUBLISHED.md §2, docs/MODELS.md
+    // for the source of each revision): intermediate_size is written in their configs but no layer
+    // uses it; every layer holds 128 experts, 8 per token.
+    {"qwen3-30b-a3b-base",
+     "Qwen/Qwen3-30B-A3B-Base",
+     "1b75feb79f60b8dc6c5bc769a898c206a1c6a4f9",
+     Variant::base,
+     48,
+     2048,
+     6144,
+     32,
+     4,
+     32768,
+     1e6f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 768}},
+    {"qwen3-30b-a3b",
+     "Qwen/Qwen3-30B-A3B",
+     "ad44e777bcd18fa416d9da3bd8f70d33ebb85d39",
+     Variant::instruct,
+     48,
+     2048,
+     6144,
+     32,
+     4,
+     40960,
+     1e6f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 768}},
+    {"qwen3-30b-a3b-instruct-2507",
+     "Qwen/Qwen3-30B-A3B-Instruct-2507",
+     "0d7cf23991f47feeb3a57ecb4c9cee8ea4a17bfe",
+     Variant::instruct_2507,
+     48,
+     2048,
+     6144,
+     32,
+     4,
+     262144,
+     1e7f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 768}},
+    {"qwen3-30b-a3b-thinking-2507",
+     "Qwen/Qwen3-30B-A3B-Thinking-2507",
+     "144afc2f379b542fdd4e85a1fcd5e1f79112d95d",
+     Variant::thinking_2507,
+     48,
+     2048,
+     6144,
+     32,
+     4,
+     262144,
+     1e7f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 768}},
+    {"qwen3-coder-30b-a3b-instruct",
+     "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+     "b2cff646eb4bb1d68355c01b18ae02e7cf42d120",
+     Variant::coder,
+     48,
+     2048,
+     6144,
+     32,
+     4,
+     262144,
+     1e7f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 768}},
+    // 235B-A22B: registered and convertible; its files (470 GB in BF16) do not stay resident in the
+    // memory of the machines Kipp targets, which the loader says before mapping.
+    {"qwen3-235b-a22b",
+     "Qwen/Qwen3-235B-A22B",
+     "8efa61729e24bd65b1d152b5ab5409052aa80e65",
+     Variant::instruct,
+     94,
+     4096,
+     12288,
+     64,
+     4,
+     40960,
+     1e6f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 1536}},
+    {"qwen3-235b-a22b-instruct-2507",
+     "Qwen/Qwen3-235B-A22B-Instruct-2507",
+     "ac9c66cc9b46af7306746a9250f23d47083d689e",
+     Variant::instruct_2507,
+     94,
+     4096,
+     12288,
+     64,
+     4,
+     262144,
+     5e6f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 1536}},
+    {"qwen3-235b-a22b-thinking-2507",
+     "Qwen/Qwen3-235B-A22B-Thinking-2507",
+     "6cbffae6d8e28b986a6b17bd36f42f9fa0f1f0a5",
+     Variant::thinking_2507,
+     94,
+     4096,
+     12288,
+     64,
+     4,
+     262144,
+     5e6f,
+     false,
+     false,
+     false,
+     Architecture::moe,
+     {128, 8, 1536}},
     // Each test entry's fixture lays out the files of one published checkpoint (tests/support/
     // published_layout.cpp names which); stores_tied_head follows that checkpoint.
     {"kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny", "0000000000000000000000000000000000000001", Variant::instruct, 2,
@@ -57,6 +190,40 @@ constexpr Checkpoint kCheckpoints[] = {
     {"kipp-test/qwen3-tiny-thinking-2507", "kipp-test/qwen3-tiny-thinking-2507",
      "0000000000000000000000000000000000000008", Variant::thinking_2507, 2, 256, 768, 8, 8, 4096, 5e6f, true, false,
      true},
+    // The MoE layer at tiny width in Qwen3-30B-A3B's files (128 experts of 64, 8 per token), and the
+    // 30B-A3B layer itself in 8 of its 48 layers, for benchmarks.
+    {"kipp-test/qwen3-moe-tiny",
+     "kipp-test/qwen3-moe-tiny",
+     "0000000000000000000000000000000000000009",
+     Variant::instruct,
+     2,
+     256,
+     768,
+     8,
+     4,
+     4096,
+     1e6f,
+     false,
+     false,
+     true,
+     Architecture::moe,
+     {128, 8, 64}},
+    {"kipp-test/qwen3-30b-a3b-shape",
+     "kipp-test/qwen3-30b-a3b-shape",
+     "000000000000000000000000000000000000000a",
+     Variant::instruct,
+     8,
+     2048,
+     6144,
+     32,
+     4,
+     40960,
+     1e6f,
+     false,
+     false,
+     true,
+     Architecture::moe,
+     {128, 8, 768}},
 };
 
 }  // namespace
@@ -67,8 +234,13 @@ std::string_view variant_name(Variant variant) {
     case Variant::instruct: return "instruct";
     case Variant::instruct_2507: return "instruct-2507";
     case Variant::thinking_2507: return "thinking-2507";
+    case Variant::coder: return "coder";
   }
   return "unknown";
+}
+
+std::string_view architecture_name(Architecture architecture) {
+  return architecture == Architecture::moe ? "moe" : "dense";
 }
 
 std::vector<uint32_t> Checkpoint::stop_ids() const {
@@ -78,9 +250,11 @@ std::vector<uint32_t> Checkpoint::stop_ids() const {
 
 uint64_t Checkpoint::parameter_count() const {
   const uint64_t h = hidden, f = ffn, v = family::vocab, q = attention_width(), kv = kv_width();
-  const uint64_t per_layer = h * q + 2 * h * kv + q * h       // q, k, v, o projections
-                             + 3 * h * f                      // gate, up, down
-                             + 2 * h + 2 * family::head_dim;  // two layer norms, q/k norms
+  const uint64_t mlp = is_moe() ? uint64_t{experts.count} * h                          // router
+                                      + uint64_t{experts.count} * 3 * h * experts.ffn  // each expert's gate, up, down
+                                : 3 * h * f;                                           // gate, up, down
+  const uint64_t per_layer = h * q + 2 * h * kv + q * h                                // q, k, v, o projections
+                             + mlp + 2 * h + 2 * family::head_dim;                     // two layer norms, q/k norms
   return v * h * (tied ? 1 : 2) + h + per_layer * layers;
 }
 

@@ -15,9 +15,25 @@ enum class Variant {
   instruct,       // hybrid thinking (enable_thinking switch)
   instruct_2507,  // never thinks
   thinking_2507,  // always opens <think>
+  coder,          // Qwen3-Coder: never thinks; calls tools in its own XML form
 };
 
 std::string_view variant_name(Variant variant);
+
+// What sits in step 8 of every layer: one SwiGLU MLP (dense), or 128 expert MLPs of which a
+// router picks 8 per token (moe; ../shared/REVIEW-QWEN3-MOE.md).
+enum class Architecture { dense, moe };
+
+std::string_view architecture_name(Architecture architecture);
+
+// The experts of a MoE checkpoint. The rest of the block is fixed by the family and checked in
+// config.json: every layer is sparse (decoder_sparse_step 1, mlp_only_layers empty), the top-k
+// probabilities are renormalised (norm_topk_prob true), and there is no shared expert.
+struct Experts {
+  uint32_t count = 0;      // num_experts
+  uint32_t per_token = 0;  // num_experts_per_tok
+  uint32_t ffn = 0;        // moe_intermediate_size: each expert's SwiGLU width
+};
 
 // Family invariants shared by every checkpoint (docs/MODELS.md, ../shared/REGISTRY.md).
 namespace family {
@@ -36,7 +52,7 @@ struct Checkpoint {
   Variant variant;
   uint32_t layers;
   uint32_t hidden;
-  uint32_t ffn;
+  uint32_t ffn;  // intermediate_size: the dense MLP's width (in a MoE config, a key no layer uses)
   uint32_t q_heads;
   uint32_t kv_heads;  // 8 in every dense checkpoint, 4 in the MoE ones (../shared/REVIEW-QWEN3-MOE.md)
   uint32_t context;
@@ -46,6 +62,10 @@ struct Checkpoint {
   // and Qwen3-1.7B). Transformers ignores it, and so does the converter: it is not in the artifact.
   bool stores_tied_head;
   bool synthetic;  // a kipp-test/ entry: generated locally, never offered by `kipp pull`
+  Architecture architecture = Architecture::dense;
+  Experts experts = {};  // all zero in a dense checkpoint
+
+  bool is_moe() const { return architecture == Architecture::moe; }
 
   uint32_t head_dim() const { return family::head_dim; }
   uint32_t vocab() const { return family::vocab; }
@@ -56,10 +76,15 @@ struct Checkpoint {
   // eos as the checkpoint's tokenizer_config declares it.
   uint32_t eos_id() const { return variant == Variant::base ? family::token_endoftext : family::token_im_end; }
   std::vector<uint32_t> stop_ids() const;
-  // Tensors in the artifact: 2 + 11 per layer, + lm_head when untied.
-  uint32_t tensor_count() const { return 2 + 11 * layers + (tied ? 0 : 1); }
-  // Tensors in the published safetensors: the artifact's, + a stored head of a tied checkpoint.
-  uint32_t source_tensor_count() const { return tensor_count() + (tied && stores_tied_head ? 1 : 0); }
+  // Tensors in the artifact: 2 + 11 per layer (12 in a MoE layer: the router and three stacks of
+  // experts in place of three projections), + lm_head when untied.
+  uint32_t tensor_count() const { return 2 + (is_moe() ? 12 : 11) * layers + (tied ? 0 : 1); }
+  // Tensors in the published safetensors: the artifact's, each stack of experts as one tensor per
+  // expert, + a stored head of a tied checkpoint.
+  uint32_t source_tensor_count() const {
+    const uint32_t unstacked = is_moe() ? 3 * (experts.count - 1) * layers : 0;
+    return tensor_count() + unstacked + (tied && stores_tied_head ? 1 : 0);
+  }
   uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * kv_heads * family::head_dim * 2; }
   uint64_t parameter_count() const;
 };

@@ -16,6 +16,7 @@ std::string registry_json(int indent) {
     e["variant"] = variant_name(c.variant);
     e["synthetic"] = c.synthetic;
     e["license"] = "Apache-2.0";
+    e["architecture"] = architecture_name(c.architecture);
     e["layers"] = c.layers;
     e["hidden"] = c.hidden;
     e["ffn"] = c.ffn;
@@ -31,6 +32,15 @@ std::string registry_json(int indent) {
     e["eos_id"] = c.eos_id();
     e["stop_ids"] = c.stop_ids();
     e["stores_tied_head"] = c.stores_tied_head;
+    if (c.is_moe()) {
+      // The block's fixed facts beside the per-entry ones (../shared/REVIEW-QWEN3-MOE.md, point 1).
+      e["moe"] = {{"num_experts", c.experts.count},
+                  {"num_experts_per_tok", c.experts.per_token},
+                  {"moe_intermediate_size", c.experts.ffn},
+                  {"norm_topk_prob", true},
+                  {"decoder_sparse_step", 1},
+                  {"mlp_only_layers", nlohmann::ordered_json::array()}};
+    }
     e["tensor_count"] = c.tensor_count();
     e["source_tensor_count"] = c.source_tensor_count();
     e["parameter_count"] = c.parameter_count();

@@ -801,8 +801,8 @@ TEST(MalformedArtifact, CheckpointNotInRegistry) {
   EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_repository, "Qwen/Qwen3-999B")),
                        {"Qwen/Qwen3-999B@0000000000000000000000000000000000000001", "not in the Kipp registry"}));
   // A known repository at a revision the registry does not pin.
-  EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_revision, "0000000000000000000000000000000000000009")),
-                       {"kipp-test/qwen3-tiny@0000000000000000000000000000000000000009", "not in the Kipp registry"}));
+  EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_revision, "00000000000000000000000000000000000000ff")),
+                       {"kipp-test/qwen3-tiny@00000000000000000000000000000000000000ff", "not in the Kipp registry"}));
   EXPECT_TRUE(Rejected(verdict(base().set_string(keys::kipp_revision, "")), {"not in the Kipp registry"}));
 }
 

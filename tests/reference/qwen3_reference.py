@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Independent NumPy reference ("oracle") for Qwen3 dense checkpoints.
+"""Independent NumPy reference ("oracle") for Qwen3 checkpoints, dense and mixture-of-experts.
 
 Reads a Hugging Face Qwen3 source directory (config.json plus BF16 safetensors, single
 file or sharded via model.safetensors.index.json), runs the forward pass in float64 for
@@ -17,6 +17,13 @@ instead (each 32-value run against the FP16-rounded scale of its largest magnitu
 Kipp's src/backend/forward_steps.h) as `kipp logits --dump-steps` does, for
 first_divergence.py.
 
+A mixture-of-experts checkpoint (model_type qwen3_moe) replaces each layer's MLP by
+transformers' sparse block: router logits, their softmax over every expert, the top
+num_experts_per_tok probabilities renormalised (norm_topk_prob), and the weighted sum of
+those experts' SwiGLU outputs. --routing FILE writes, per layer and position, the chosen
+experts, their weights and the gap between the k-th and (k+1)-th probability, the margin a
+near-tie is judged by (the review's point 5).
+
 Stdlib + NumPy only.  Weights are kept in float32 (exact for BF16); all arithmetic is
 float64.
 """
@@ -32,8 +39,8 @@ import numpy as np
 
 # The named intermediates, in the order a token meets them (src/backend/forward_steps.h).
 STEPS = ("embedding", "attn_norm", "q_rope", "k_rope", "attention", "attn_residual",
-         "ffn_norm", "ffn_out", "residual", "final_norm", "logits")
-LAYER_STEPS = frozenset(STEPS[1:9])
+         "ffn_norm", "experts", "ffn_out", "residual", "final_norm", "logits")
+LAYER_STEPS = frozenset(STEPS[1:10])
 
 
 # ----------------------------------------------------------------------------- safetensors
@@ -188,6 +195,15 @@ class Qwen3Reference:
             self.lm_head = self.w.get("lm_head.weight")
         else:
             raise ValueError("tie_word_embeddings is false but there is no lm_head.weight")
+        self.moe = cfg.get("model_type") == "qwen3_moe"
+        if self.moe:
+            self.n_experts = cfg["num_experts"]
+            self.top_k = cfg["num_experts_per_tok"]
+            if cfg.get("norm_topk_prob") is not True or cfg.get("decoder_sparse_step") != 1 \
+                    or cfg.get("mlp_only_layers"):
+                raise ValueError("only the published Qwen3 MoE block is modelled: norm_topk_prob true, "
+                                 "decoder_sparse_step 1, no mlp_only_layers")
+        self.routing = []  # per forward: (layer, position, experts, weights, gap)
         self.layers = [self._load_layer(i) for i in range(self.n_layers)]
         self.final_norm = self.w.get("model.norm.weight").astype(np.float64)
 
@@ -202,11 +218,38 @@ class Qwen3Reference:
             "k_norm": "self_attn.k_norm.weight",
             "o": "self_attn.o_proj.weight",
             "post_norm": "post_attention_layernorm.weight",
-            "gate": "mlp.gate_proj.weight",
-            "up": "mlp.up_proj.weight",
-            "down": "mlp.down_proj.weight",
         }
-        return {k: self.w.get(p + n) for k, n in names.items()}
+        if not self.moe:
+            names.update(gate="mlp.gate_proj.weight", up="mlp.up_proj.weight", down="mlp.down_proj.weight")
+            return {k: self.w.get(p + n) for k, n in names.items()}
+        names["router"] = "mlp.gate.weight"
+        layer = {k: self.w.get(p + n) for k, n in names.items()}
+        # The experts as the hub stores them, one tensor per expert and projection.
+        for projection in ("gate", "up", "down"):
+            layer[projection] = [self.w.get(f"{p}mlp.experts.{e}.{projection}_proj.weight")
+                                 for e in range(self.n_experts)]
+        return layer
+
+    def _experts(self, x, L, layer, note):
+        """The sparse MoE block of the normed rows x: [T, hidden]."""
+        logits = linear(x, L["router"])
+        p = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        k = self.top_k
+        order = np.argsort(-p, axis=1, kind="stable")  # largest first; equal ones by lower id
+        out = np.zeros_like(x)
+        choice = np.empty((x.shape[0], 2 * k))
+        for t in range(x.shape[0]):
+            chosen = order[t, :k]
+            weights = p[t, chosen] / p[t, chosen].sum()
+            gap = p[t, order[t, k - 1]] - p[t, order[t, k]] if k < self.n_experts else np.inf
+            self.routing.append((layer, t, chosen.tolist(), weights.tolist(), float(gap)))
+            choice[t] = np.concatenate([chosen, weights])
+            for e, w in zip(chosen, weights):
+                h = silu(linear(x[t:t + 1], L["gate"][e])) * linear(x[t:t + 1], L["up"][e])
+                out[t] += w * linear(h, L["down"][e])[0]
+        note("experts", choice)
+        return out
 
     def _attention(self, x, L, pos, note):
         """Attention of the normed rows x, before the output projection: [T, H * D]."""
@@ -249,6 +292,7 @@ class Qwen3Reference:
         if bad.size:
             raise ValueError(f"token id {int(bad[0])} out of range [0, {self.vocab})")
         note = record or (lambda step, layer, rows: None)
+        self.routing = []
         pos = np.arange(ids.size)
         h = self.embed[ids].astype(np.float64)
         note("embedding", None, h)
@@ -260,7 +304,10 @@ class Qwen3Reference:
             note("attn_residual", i, h)
             x = rms_norm(h, L["post_norm"].astype(np.float64), self.eps)
             note("ffn_norm", i, x)
-            f = linear(silu(linear(x, L["gate"])) * linear(x, L["up"]), L["down"])
+            if self.moe:
+                f = self._experts(x, L, i, lambda step, rows: note(step, i, rows))
+            else:
+                f = linear(silu(linear(x, L["gate"])) * linear(x, L["up"]), L["down"])
             note("ffn_out", i, f)
             h = h + f
             note("residual", i, h)
@@ -357,6 +404,9 @@ def main(argv=None):
                          "`kipp logits --dump-steps` does")
     ap.add_argument("--kv-cache", choices=sorted(KV_ROUNDING), default="bf16",
                     help="how K and V are rounded before attention, as Kipp's --kv-cache")
+    ap.add_argument("--routing", metavar="FILE",
+                    help="MoE checkpoints: also write each layer's and position's chosen experts, "
+                         "their weights and the k-th to (k+1)-th probability gap as JSON")
     ap.add_argument("--verbose", action="store_true", help="print the argmax of every row to stderr")
     ap.add_argument("--self-check", action="store_true", help="run internal consistency checks")
     args = ap.parse_args(argv)
@@ -388,6 +438,13 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     logits.astype("<f4").tofile(args.out)
+    if args.routing:
+        if not model.moe:
+            ap.error("--routing needs a mixture-of-experts checkpoint")
+        with open(args.routing, "w") as f:
+            json.dump({"top_k": model.top_k, "routing": [
+                {"layer": layer, "position": t, "experts": experts, "weights": weights, "gap": gap}
+                for layer, t, experts, weights, gap in model.routing]}, f, indent=1)
     if args.intermediates:
         write_steps(args.intermediates, steps, ids)
     if args.verbose:

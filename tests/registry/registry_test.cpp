@@ -10,7 +10,7 @@
 namespace kipp {
 namespace {
 
-TEST(Registry, HoldsThirteenPinnedCheckpointsAndEightTestEntries) {
+TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndTenTestEntries) {
   int real = 0, synthetic = 0;
   std::set<std::string_view> ids;
   for (const Checkpoint& c : all_checkpoints()) {
@@ -19,8 +19,9 @@ TEST(Registry, HoldsThirteenPinnedCheckpointsAndEightTestEntries) {
     EXPECT_EQ(c.revision.size(), 40u) << c.id;
     EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
   }
-  EXPECT_EQ(real, 13);
-  EXPECT_EQ(synthetic, 8);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, and the 0.6B, 4B, 8B shapes
+  EXPECT_EQ(real, 21);       // 13 dense, 8 mixture-of-experts
+  EXPECT_EQ(synthetic, 10);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, the 0.6B, 4B, 8B shapes, and the
+                             // MoE tiny and 30B-A3B shape
   EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
 }
 
@@ -76,6 +77,35 @@ TEST(Registry, SourceTensorCountsAreThePublishedOnes) {
   }
 }
 
+TEST(Registry, MixtureOfExpertsEntriesHaveThePublishedShapes) {
+  // QWEN3-MOE-EMBED-AS-PUBLISHED.md §2.1 and §2.3: 30,532,122,624 parameters in 18,867 tensors
+  // (48 x 393 + 3); 235B: 235,093,634,560 in 36,945; both 12 tensors a layer in llama.cpp's layout.
+  const Checkpoint& a3b = *find_checkpoint("qwen3-30b-a3b");
+  EXPECT_EQ(a3b.parameter_count(), 30532122624u);
+  EXPECT_EQ(a3b.source_tensor_count(), 18867u);
+  EXPECT_EQ(a3b.tensor_count(), 579u);
+  EXPECT_EQ(a3b.kv_bytes_per_token(), 98304u);
+  const Checkpoint& a22b = *find_checkpoint("qwen3-235b-a22b");
+  EXPECT_EQ(a22b.parameter_count(), 235093634560u);
+  EXPECT_EQ(a22b.source_tensor_count(), 36945u);
+  EXPECT_EQ(a22b.tensor_count(), 1131u);
+  EXPECT_EQ(a22b.kv_bytes_per_token(), 192512u);
+  for (const Checkpoint& c : all_checkpoints()) {
+    EXPECT_EQ(c.is_moe(), c.experts.count > 0) << c.id;
+    if (!c.is_moe()) continue;
+    EXPECT_EQ(c.kv_heads, 4u) << c.id;
+    EXPECT_EQ(c.experts.count, 128u) << c.id;
+    EXPECT_EQ(c.experts.per_token, 8u) << c.id;
+    EXPECT_FALSE(c.tied) << c.id;
+  }
+  // The shape entry is the 30B-A3B layer; the tiny one keeps its expert count and routing.
+  const Checkpoint& shape = *find_checkpoint("kipp-test/qwen3-30b-a3b-shape");
+  EXPECT_EQ(shape.hidden, a3b.hidden);
+  EXPECT_EQ(shape.experts.ffn, a3b.experts.ffn);
+  EXPECT_EQ(shape.q_heads, a3b.q_heads);
+  EXPECT_EQ(shape.layers, 8u);
+}
+
 TEST(Registry, StopSetsFollowTheVariant) {
   for (const Checkpoint& c : all_checkpoints()) {
     if (c.variant == Variant::base) {
@@ -111,7 +141,15 @@ TEST(Registry, JsonCarriesEveryFieldOfEveryEntry) {
     EXPECT_EQ(entry["hidden"], c->hidden);
     EXPECT_EQ(entry["ffn"], c->ffn);
     EXPECT_EQ(entry["q_heads"], c->q_heads);
-    EXPECT_EQ(entry["kv_heads"], 8);
+    EXPECT_EQ(entry["kv_heads"], c->is_moe() ? 4 : 8);
+    EXPECT_EQ(entry["architecture"], c->is_moe() ? "moe" : "dense");
+    EXPECT_EQ(entry.contains("moe"), c->is_moe());
+    if (c->is_moe()) {
+      EXPECT_EQ(entry["moe"]["num_experts"], 128);
+      EXPECT_EQ(entry["moe"]["num_experts_per_tok"], 8);
+      EXPECT_EQ(entry["moe"]["moe_intermediate_size"], c->experts.ffn);
+      EXPECT_EQ(entry["moe"]["norm_topk_prob"], true);
+    }
     EXPECT_EQ(entry["head_dim"], 128);
     EXPECT_EQ(entry["vocab"], 151936);
     EXPECT_EQ(entry["context"], c->context);

@@ -22,8 +22,9 @@ constexpr uint64_t kTokenizerBytes = 32ull << 20;
 
 // config.json: json.dumps(config, indent=2, sort_keys=True), + "\n" in the Base repositories.
 std::string config_json(const Checkpoint& c, ConfigForm form) {
+  const bool moe = form != ConfigForm::base && form != ConfigForm::post_trained;
   Json config;
-  config["architectures"] = {"Qwen3ForCausalLM"};
+  config["architectures"] = {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"};
   config["attention_bias"] = false;
   config["attention_dropout"] = 0.0;
   config["bos_token_id"] = family::token_endoftext;
@@ -35,27 +36,48 @@ std::string config_json(const Checkpoint& c, ConfigForm form) {
   config["intermediate_size"] = c.ffn;
   config["max_position_embeddings"] = c.context;
   config["max_window_layers"] = c.layers;
-  config["model_type"] = "qwen3";
+  config["model_type"] = moe ? "qwen3_moe" : "qwen3";
   config["num_attention_heads"] = c.q_heads;
   config["num_hidden_layers"] = c.layers;
   config["num_key_value_heads"] = c.kv_heads;
   config["rms_norm_eps"] = 1e-6;
   config["rope_scaling"] = nullptr;
   config["rope_theta"] = uint64_t(std::llround(c.rope_theta));  // written as an integer: 1000000
+  if (form == ConfigForm::moe_base || form == ConfigForm::moe_april) config["rope_theta"] = double(c.rope_theta);
   config["sliding_window"] = nullptr;
   config["tie_word_embeddings"] = c.tied;
   config["torch_dtype"] = "bfloat16";
-  config["transformers_version"] = "4.51.0";
+  config["transformers_version"] = form == ConfigForm::moe_coder ? "4.52.3" : "4.51.0";
   config["use_cache"] = true;
   config["use_sliding_window"] = false;
   config["vocab_size"] = c.vocab();
-  return config.dump(2) + (form == ConfigForm::base ? "\n" : "");
+  if (moe) {
+    config["decoder_sparse_step"] = 1;
+    config["mlp_only_layers"] = Json::array();
+    config["moe_intermediate_size"] = c.experts.ffn;
+    config["norm_topk_prob"] = true;
+    config["num_experts"] = c.experts.count;
+    config["num_experts_per_tok"] = c.experts.per_token;
+    config["output_router_logits"] = false;
+    config["router_aux_loss_coef"] = 0.001;
+  }
+  return config.dump(2) + (form == ConfigForm::base || form == ConfigForm::moe_base ? "\n" : "");
 }
 
 namespace {
 
-// The three published generation_config.json files (no final newline in any).
+// The published generation_config.json files (a final newline only in the 30B-A3B-Instruct-2507 one).
 std::string generation_config_json(GenerationConfigForm form) {
+  if (form == GenerationConfigForm::coder) {
+    const OrderedJson config = {{"pad_token_id", family::token_endoftext},
+                                {"do_sample", true},
+                                {"eos_token_id", {family::token_im_end, family::token_endoftext}},
+                                {"repetition_penalty", 1.05},
+                                {"temperature", 0.7},
+                                {"top_p", 0.8},
+                                {"top_k", 20}};
+    return config.dump(2);
+  }
   if (form == GenerationConfigForm::base) {
     const Json config = {{"bos_token_id", family::token_endoftext},
                          {"do_sample", false},
@@ -64,7 +86,8 @@ std::string generation_config_json(GenerationConfigForm form) {
                          {"transformers_version", "4.37.0"}};
     return config.dump(2);
   }
-  const bool refresh = form == GenerationConfigForm::instruct_2507;
+  const bool refresh =
+      form == GenerationConfigForm::instruct_2507 || form == GenerationConfigForm::instruct_2507_newline;
   const Json config = {{"bos_token_id", family::token_endoftext},
                        {"do_sample", true},
                        {"eos_token_id", {family::token_im_end, family::token_endoftext}},
@@ -73,7 +96,7 @@ std::string generation_config_json(GenerationConfigForm form) {
                        {"top_k", 20},
                        {"top_p", refresh ? 0.8 : 0.95},
                        {"transformers_version", "4.51.0"}};
-  return config.dump(4);
+  return config.dump(4) + (form == GenerationConfigForm::instruct_2507_newline ? "\n" : "");
 }
 
 // The chat template of `form`, found in the fact sheet's ````jinja blocks by its SHA-256.

@@ -40,6 +40,27 @@ constexpr PublishedLayout kLayouts[] = {
     {"qwen3-14b", CF::post_trained, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
      "its own 9,681-byte tokenizer_config.json (template unknown) is replaced by the post-trained one"},
     {"qwen3-32b", CF::post_trained, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 16636, ""},
+    // The MoE repositories (QWEN3-MOE-EMBED-AS-PUBLISHED.md §2, with the config.json and
+    // generation_config.json hashes docs/MODELS.md cites).
+    {"qwen3-30b-a3b-base", CF::moe_base, GF::base, TC::base, TF::qwen2_5, MF::qwen3, 0, true, 0,
+     "LICENSE is assumed present, as in the dense Base repositories"},
+    {"qwen3-30b-a3b", CF::moe_april, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
+     "generation_config.json, tokenizer_config.json, tokenizer.json, merges.txt and LICENSE follow the dense "
+     "post-trained repositories"},
+    {"qwen3-30b-a3b-instruct-2507", CF::moe_2507, GF::instruct_2507_newline, TC::instruct_2507, TF::qwen3, MF::qwen2_5,
+     0, true, 15418, "LICENSE is assumed present"},
+    {"qwen3-30b-a3b-thinking-2507", CF::moe_2507, GF::post_trained, TC::thinking_2507, TF::qwen3, MF::qwen2_5, 0, true,
+     0, "only config.json is known: the other small files follow Qwen3-4B-Thinking-2507"},
+    {"qwen3-coder-30b-a3b-instruct", CF::moe_coder, GF::coder, TC::instruct_2507, TF::qwen3, MF::qwen2_5, 0, true, 0,
+     "its own tokenizer_config.json (the Coder chat template) and tokenizer.json (7,032,399 bytes) are not known "
+     "byte for byte: the Instruct-2507 files stand in"},
+    {"qwen3-235b-a22b", CF::moe_april, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
+     "only config.json is known: the other small files follow the dense post-trained repositories"},
+    {"qwen3-235b-a22b-instruct-2507", CF::moe_2507, GF::instruct_2507_newline, TC::instruct_2507, TF::qwen3,
+     MF::qwen2_5, 0, true, 0,
+     "config.json's values are known from a copy, not its bytes; the other small files follow 30B-A3B-Instruct-2507"},
+    {"qwen3-235b-a22b-thinking-2507", CF::moe_2507, GF::post_trained, TC::thinking_2507, TF::qwen3, MF::qwen2_5, 0,
+     true, 0, "no file is known: every small file follows 30B-A3B-Thinking-2507 at the 235B sizes"},
 };
 
 // Which published checkpoint each test entry's fixture replicates (same variant and tying).
@@ -52,12 +73,16 @@ const std::map<std::string_view, std::string_view> kTestEntryLayouts = {
     {"kipp-test/qwen3-0.6b-shape", "qwen3-0.6b"},
     {"kipp-test/qwen3-4b-shape", "qwen3-4b"},
     {"kipp-test/qwen3-8b-shape", "qwen3-8b"},
+    {"kipp-test/qwen3-moe-tiny", "qwen3-30b-a3b"},
+    {"kipp-test/qwen3-30b-a3b-shape", "qwen3-30b-a3b"},
 };
 
 constexpr uint64_t kMaxShardBytes = 4'000'000'000;  // transformers' max_shard_size "4GB" (decimal)
 
 bool same_dimensions(const Checkpoint& a, const Checkpoint& b) {
-  return a.layers == b.layers && a.hidden == b.hidden && a.ffn == b.ffn && a.q_heads == b.q_heads && a.tied == b.tied;
+  return a.layers == b.layers && a.hidden == b.hidden && a.ffn == b.ffn && a.q_heads == b.q_heads &&
+         a.kv_heads == b.kv_heads && a.tied == b.tied && a.experts.count == b.experts.count &&
+         a.experts.ffn == b.experts.ffn;
 }
 
 uint64_t data_bytes(const ExpectedTensor& t) { return t.rows * t.cols * 2; }
@@ -120,16 +145,25 @@ std::string_view chat_template_sha256(TokenizerConfigForm form) {
 }
 
 std::vector<ExpectedTensor> source_tensors(const Checkpoint& dims, const PublishedLayout& layout) {
-  const std::vector<ExpectedTensor> artifact = expected_tensors(dims);
+  const std::vector<ExpectedTensor> artifact = unstacked(expected_tensors(dims));
   std::map<std::string, const ExpectedTensor*> by_name;
   for (const ExpectedTensor& t : artifact) by_name[t.hf_name] = &t;
   std::vector<ExpectedTensor> out = {*by_name.at("model.embed_tokens.weight")};
-  static constexpr const char* kLayerOrder[] = {
-      "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",        "self_attn.o_proj",
-      "self_attn.q_norm", "self_attn.k_norm", "mlp.gate_proj",           "mlp.up_proj",
-      "mlp.down_proj",    "input_layernorm",  "post_attention_layernorm"};
+  // A layer's modules in registration order: attention, the MLP (a MoE block registers its router,
+  // then each expert's three projections), the two norms.
+  std::vector<std::string> layer_order = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                          "self_attn.o_proj", "self_attn.q_norm", "self_attn.k_norm"};
+  if (dims.is_moe()) {
+    layer_order.push_back("mlp.gate");
+    for (uint32_t e = 0; e < dims.experts.count; ++e)
+      for (const char* projection : {"gate_proj", "up_proj", "down_proj"})
+        layer_order.push_back("mlp.experts." + std::to_string(e) + "." + projection);
+  } else {
+    layer_order.insert(layer_order.end(), {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"});
+  }
+  layer_order.insert(layer_order.end(), {"input_layernorm", "post_attention_layernorm"});
   for (uint32_t l = 0; l < dims.layers; ++l)
-    for (const char* suffix : kLayerOrder)
+    for (const std::string& suffix : layer_order)
       out.push_back(*by_name.at("model.layers." + std::to_string(l) + "." + suffix + ".weight"));
   out.push_back(*by_name.at("model.norm.weight"));
   if (!dims.tied) {

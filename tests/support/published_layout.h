@@ -14,10 +14,14 @@
 
 namespace kipp::testing {
 
-// config.json is json.dumps(indent=2, sort_keys=True); the Base files add a final newline.
-enum class ConfigForm { base, post_trained };
-// The three published generation_config.json files.
-enum class GenerationConfigForm { base, post_trained, instruct_2507 };
+// config.json is json.dumps(indent=2, sort_keys=True); the Base files add a final newline. The
+// MoE files (Qwen3MoeForCausalLM, 34 keys) differ in how rope_theta is written: a float in the
+// April 2025 releases (1000000.0), an integer in the 2507 and Coder files, which also name
+// transformers 4.52.3.
+enum class ConfigForm { base, post_trained, moe_base, moe_april, moe_2507, moe_coder };
+// The published generation_config.json files: the 30B-A3B-Instruct-2507 file is the
+// 4B-Instruct-2507 text with a final newline; Qwen3-Coder's has its own keys and order.
+enum class GenerationConfigForm { base, post_trained, instruct_2507, instruct_2507_newline, coder };
 // The four tokenizer_config.json files whose bytes are known (each with its own chat template).
 enum class TokenizerConfigForm { base, post_trained, instruct_2507, thinking_2507 };
 // tokenizer.json: the Qwen2.5 file of the Base repositories (22 added tokens, merges as "a b"
@@ -33,7 +37,7 @@ struct PublishedLayout {
   TokenizerConfigForm tokenizer_config;
   TokenizerForm tokenizer;
   MergesForm merges;
-  uint64_t index_total_size_excess;  // the index's metadata.total_size minus the tensor bytes
+  int64_t index_total_size_excess;  // the index's metadata.total_size minus the tensor bytes
   bool has_license;
   uint64_t readme_bytes;  // the published README.md's size; 0 where unknown
   // What of this layout is not established by the fact sheet and was filled in from siblings.

@@ -35,6 +35,8 @@ constexpr const char* kVocab = "ca10d7e9fb3ed18575dd1e277a2579c16d108e32f2743968
 constexpr const char* kQwen3Merges = "8831e4f1a044471340f7c0a83d7bd71306a5b867e95fd870f74d0c5308a904d5";
 constexpr const char* kQwen25Merges = "599bab54075088774b1733fde865d5bd747cbcc7a547c5bc12610e874e26f5e3";
 constexpr const char* kLicense = "832dd9e00a68dd83b3c3fb9f5588dad7dcf337a0db50f7d9483f310cd292e92e";
+// 30B-A3B-Instruct-2507 and -Thinking-2507 publish the same config.json.
+constexpr const char* kMoe2507Config = "a1ee086a68d0cbfc87316da00ba4b8507bd1292978108e2496201a30a450f438";
 constexpr const char* kPostTrainedGitattributes = "34448b82c17d60fec9b65b1f093c115ddbaadc04beb1b0140b6bfed2e012a930";
 
 constexpr PublishedFile kPublished[] = {
@@ -86,6 +88,25 @@ constexpr PublishedFile kPublished[] = {
     {"qwen3-14b", "config.json", 728, "e73c3664ca09b10a673fef0c22e8a6b456201d49bd4713c9691f775720e8857a"},
     {"qwen3-32b", "config.json", 728, "97e295b63283935788fac5e4f8860862a56d4089538cafc93f0431f2ebe483bb"},
     {"qwen3-32b", "tokenizer.json", 11422654, kPostTrainedTokenizer},
+    // The MoE repositories (QWEN3-MOE-EMBED-AS-PUBLISHED.md §2.2; the others' hashes as docs/MODELS.md cites them)
+    {"qwen3-30b-a3b", "config.json", 963, "2850ddb3bf7aecad20b611e2d44f3077fc8193f4827c93beddd4c02ad63c2297"},
+    {"qwen3-30b-a3b-base", "config.json", 964, "7e4142150e976c6b4796adf88fce0a2a23e581ed63bcede7e1d69a645e73b362"},
+    {"qwen3-30b-a3b-base", "generation_config.json", 138, kBaseGeneration},
+    {"qwen3-30b-a3b-base", "tokenizer_config.json", 9678, kBaseTokenizerConfig},
+    {"qwen3-30b-a3b-base", "merges.txt", 1671853, kQwen3Merges},
+    {"qwen3-30b-a3b-instruct-2507", "config.json", 963, kMoe2507Config},
+    {"qwen3-30b-a3b-instruct-2507", "generation_config.json", 239,
+     "19d306dd769db12a9d710b44cf7f83b635efbe5166b84fb4358a08fb7d88bb53"},
+    {"qwen3-30b-a3b-instruct-2507", "tokenizer_config.json", 9377,
+     "a62ff0a2472a0fa1b8eaabcb57c59b58afa42a22831dc141400b6e0cf2b65ce3"},
+    {"qwen3-30b-a3b-instruct-2507", "tokenizer.json", 11422654, kPostTrainedTokenizer},
+    {"qwen3-30b-a3b-instruct-2507", "merges.txt", 1671839, kQwen25Merges},
+    {"qwen3-30b-a3b-thinking-2507", "config.json", 963, kMoe2507Config},
+    {"qwen3-coder-30b-a3b-instruct", "config.json", 963,
+     "e2c8d8eea39471785cd93379d8b48241ad7dcda299013155dd02526e34a0de62"},
+    {"qwen3-coder-30b-a3b-instruct", "generation_config.json", 180,
+     "c99723ab3ba28630d26ae23def77603b540a46924895af5cf234740d3b27b51d"},
+    {"qwen3-235b-a22b", "config.json", 965, "0ecd5d6fe6f2db6739e4e36ab06b88ebe7bd013ef31b9583f43796059a2b23a4"},
 };
 
 struct PublishedWeights {
@@ -93,6 +114,10 @@ struct PublishedWeights {
   std::vector<uint64_t> shard_bytes;  // one entry: a single model.safetensors
   const char* index_sha256;           // "" for a single file or where unknown
 };
+
+const std::vector<uint64_t> kMoe30BShards = {3999417504, 3999974192, 3997360832, 3999975056, 3999975400, 3999975400,
+                                             3999975472, 3997362064, 3999975408, 3999975400, 3999975408, 3987400496,
+                                             3997353632, 3999975400, 3999975400, 1087928584};
 
 const std::vector<PublishedWeights> kPublishedWeights = {
     {"qwen3-0.6b-base", {1192135096}, ""},
@@ -121,6 +146,9 @@ const std::vector<PublishedWeights> kPublishedWeights = {
      {3957109648, 3900791760, 3900791760, 3900791800, 3900791800, 3900791800, 3900791800, 3900791800, 3900791800,
       3900791800, 3900791800, 3900791800, 3900791800, 3900791800, 3900791800, 3900791800, 3055341992},
      "bed42c6c55274bc08a1f616bceb3bcb84b3f02cb6584c573bd18c6519291ecd0"},
+    // QWEN3-MOE-EMBED-AS-PUBLISHED.md §2.3: 30B-A3B and its Base share the split and the index.
+    {"qwen3-30b-a3b", kMoe30BShards, "df0d481ec595c55a0ba58426d517390c6214a566ec4ff1c8fc4bbce9f57b3c24"},
+    {"qwen3-30b-a3b-base", kMoe30BShards, "df0d481ec595c55a0ba58426d517390c6214a566ec4ff1c8fc4bbce9f57b3c24"},
 };
 
 const PublishedLayout& layout_of(const char* id) {

@@ -348,6 +348,9 @@ class Model final : public HostBackendModel {
 namespace kipp {
 
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
+  if (model.checkpoint().is_moe())
+    return fail("the cpu backend does not run mixture-of-experts checkpoints yet (", model.checkpoint().id,
+                "); --backend cpu-ref does");
   unsigned threads = options.threads;
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa(options.cpu_isa));
   if (threads == 0) threads = default_cpu_threads();

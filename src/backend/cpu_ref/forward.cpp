@@ -1,13 +1,15 @@
 // cpu-ref: the readable Qwen3 forward pass. One token at a time through the nine steps of each
-// layer, K and V stored through the session's block table (BF16, or Q8_0 with --kv-cache q8_0), then the final norm and the
+// layer (in a MoE layer, step 8 is the routed experts), K and V stored through the session's block table (BF16, or Q8_0 with --kv-cache q8_0), then the final norm and the
 // output head. Prefill and decode are the same loop, so multi-row logits equal position-by-position
 // logits bit for bit, and an item's result never depends on the other items of a call.
+#include <algorithm>
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu_ref/ops.h"
 #include "backend/eval_checks.h"
+#include "backend/expert_routing.h"
 #include "backend/host_session.h"
 #include "backend/kv_store.h"
 #include "util/invariant.h"
@@ -32,8 +34,12 @@ class Model final : public HostBackendModel {
         v_(c_.kv_width()),
         attention_(c_.attention_width()),
         projected_(c_.hidden),
-        gate_(c_.ffn),
-        up_(c_.ffn),
+        gate_(c_.is_moe() ? c_.experts.ffn : c_.ffn),
+        up_(gate_.size()),
+        router_(c_.experts.count),
+        expert_out_(c_.is_moe() ? c_.hidden : 0),
+        chosen_(c_.experts.per_token),
+        choice_record_(2 * chosen_.size()),
         scores_(c_.context),
         cos_sin_(c_.head_dim()),
         keys_(c_.context),
@@ -92,13 +98,41 @@ class Model final : public HostBackendModel {
       note(ForwardStep::attn_residual, l, position, x_);
       rms_norm(x_.data(), as_f32(layer.ffn_norm), c_.hidden, eps, x_norm_.data());  // 7 FFN norm
       note(ForwardStep::ffn_norm, l, position, x_norm_);
-      matvec(layer.ffn_gate, x_norm_.data(), gate_.data());  // 8 SiLU-gated FFN
-      matvec(layer.ffn_up, x_norm_.data(), up_.data());
-      silu_mul(gate_.data(), up_.data(), c_.ffn, gate_.data());
-      matvec(layer.ffn_down, gate_.data(), projected_.data());
+      if (c_.is_moe()) {  // 8 SiLU-gated FFN: the routed experts'
+        mix_experts(layer, l, position);
+      } else {  // 8 SiLU-gated FFN
+        matvec(layer.ffn_gate, x_norm_.data(), gate_.data());
+        matvec(layer.ffn_up, x_norm_.data(), up_.data());
+        silu_mul(gate_.data(), up_.data(), c_.ffn, gate_.data());
+        matvec(layer.ffn_down, gate_.data(), projected_.data());
+      }
       note(ForwardStep::ffn_out, l, position, projected_);
       add_in_place(x_.data(), projected_.data(), c_.hidden);  // 9 residual
       note(ForwardStep::residual, l, position, x_);
+    }
+  }
+
+  // Step 8 of a MoE layer into projected_: the router's logits and their FP32 softmax over every
+  // expert, the top k renormalised (expert_routing.h), and the chosen experts' SwiGLU outputs,
+  // each scaled by its weight and added in rank order.
+  void mix_experts(const LayerWeights& layer, uint32_t l, uint32_t position) {
+    matvec(layer.ffn_gate_inp, x_norm_.data(), router_.data());
+    softmax(router_.data(), router_.size());
+    choose_experts(router_, chosen_);
+    if (recorder_) {
+      for (size_t r = 0; r < chosen_.size(); ++r) {
+        choice_record_[r] = float(chosen_[r].expert);
+        choice_record_[chosen_.size() + r] = chosen_[r].weight;
+      }
+      note(ForwardStep::experts, l, position, choice_record_);
+    }
+    std::fill(projected_.begin(), projected_.end(), 0.0f);
+    for (const ExpertChoice& choice : chosen_) {
+      matvec(layer.ffn_gate_exps.expert(choice.expert), x_norm_.data(), gate_.data());
+      matvec(layer.ffn_up_exps.expert(choice.expert), x_norm_.data(), up_.data());
+      silu_mul(gate_.data(), up_.data(), c_.experts.ffn, gate_.data());
+      matvec(layer.ffn_down_exps.expert(choice.expert), gate_.data(), expert_out_.data());
+      for (uint32_t i = 0; i < c_.hidden; ++i) projected_[i] += choice.weight * expert_out_[i];
     }
   }
 
@@ -134,9 +168,13 @@ class Model final : public HostBackendModel {
   const ModelWeights& w_;
   EvalChecker checker_;
   StepRecorder* recorder_ = nullptr;
-  // Scratch, allocated once: residual, normed input, q/k/v, attention output, projections, FFN,
-  // attention scores, the token's RoPE angles and the KV row pointers of the current layer.
-  std::vector<float> x_, x_norm_, q_, k_, v_, attention_, projected_, gate_, up_, scores_, cos_sin_;
+  // Scratch, allocated once: residual, normed input, q/k/v, attention output, projections, FFN
+  // (of one expert in a MoE layer), the router's probabilities, one expert's output, the choice and
+  // its recorded form, attention scores, the token's RoPE angles and the KV row pointers of the
+  // current layer.
+  std::vector<float> x_, x_norm_, q_, k_, v_, attention_, projected_, gate_, up_, router_, expert_out_;
+  std::vector<ExpertChoice> chosen_;
+  std::vector<float> choice_record_, scores_, cos_sin_;
   std::vector<const std::byte*> keys_, values_;
 };
 
