@@ -9,8 +9,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/cpu/activations.h"
 #include "backend/cpu/attention.h"
 #include "backend/cpu/cpu_features.h"
+#include "backend/cpu/experts.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/packed_weights.h"
 #include "backend/cpu/thread_pool.h"
@@ -28,68 +30,6 @@ namespace {
 constexpr uint32_t kMaxBatchTokens = 128;
 
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
-
-// An activation matrix: `rows` rows of `width` floats, with the row pointers the kernels write to.
-// A matrix that feeds projections also keeps its rows in the quantized forms products with Q8_0
-// and Q4_1 weights read (kernels.h), filled by quantize_row.
-struct Activations {
-  Activations(uint32_t rows, uint32_t width_, bool feeds_projections = false)
-      : width(width_), values(size_t(rows) * width_), row_pointers(rows) {
-    for (uint32_t r = 0; r < rows; ++r) row_pointers[r] = row(r);
-    if (!feeds_projections) return;
-    int16_values.resize(size_t(rows) * width);
-    int16_scales.resize(rows);
-    int16_block_sums.resize(size_t(rows) * width / 32);
-    int16_planes.resize(tile_planes_bytes(rows, width));
-    int8_values.resize(size_t(rows) * width);
-    int8_block_scales.resize(size_t(rows) * width / 32);
-    int8_block_sums.resize(size_t(rows) * width / 32);
-  }
-  float* row(uint32_t r) { return values.data() + size_t(r) * width; }
-  // Row r in the forms products take (each at most once), by the kernel set's quantizers.
-  void quantize_row(uint32_t r, std::span<const ActivationForm> forms, const Kernels& kernels) {
-    const size_t at = size_t(r) * width;
-    bool int16_done = false, int8_done = false;
-    for (ActivationForm form : forms) {
-      if (form == ActivationForm::int16 && !int16_done) {
-        kernels.quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
-        if (kernels.split_int16) kernels.split_int16(&int16_values[at], width, r, int16_planes.data());
-        int16_done = true;
-      } else if (form == ActivationForm::int8_blocks && !int8_done) {
-        kernels.quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
-                                           &int8_block_sums[at / 32]);
-        int8_done = true;
-      }
-    }
-  }
-  // The MatmulArgs of a product of `weight`, reading the first `tokens` rows in `form`, written to `out`.
-  MatmulArgs times(const PackedMatrix& weight, ActivationForm form, uint32_t tokens, float* const* out) const {
-    return {&weight,
-            form,
-            values.data(),
-            int16_values.data(),
-            int16_scales.data(),
-            int16_block_sums.data(),
-            int16_planes.data(),
-            int8_values.data(),
-            int8_block_scales.data(),
-            int8_block_sums.data(),
-            width,
-            tokens,
-            out,
-            0,
-            0,
-            fp16_table()};
-  }
-  uint32_t width;
-  std::vector<float> values;
-  std::vector<float*> row_pointers;
-  std::vector<int16_t> int16_values;
-  std::vector<float> int16_scales, int16_block_sums;
-  std::vector<uint8_t> int16_planes;  // filled for kernel sets with tile products (Kernels::split_int16)
-  std::vector<int8_t> int8_values;
-  std::vector<float> int8_block_scales, int8_block_sums;
-};
 
 // One token of the current pass: where it comes from and where its results go.
 struct BatchToken {
@@ -119,13 +59,14 @@ class Model final : public HostBackendModel {
         v_new_(kMaxBatchTokens, c_.kv_width()),
         attention_(kMaxBatchTokens, c_.attention_width(), true),
         projected_(kMaxBatchTokens, c_.hidden),
-        gate_(kMaxBatchTokens, c_.ffn, true),
-        up_(kMaxBatchTokens, c_.ffn),
+        gate_(kMaxBatchTokens, c_.is_moe() ? 0 : c_.ffn, true),
+        up_(kMaxBatchTokens, c_.is_moe() ? 0 : c_.ffn),
         rope_(kMaxBatchTokens, c_.head_dim()),
         logit_rows_(kMaxBatchTokens),
         attention_runner_(c_, pool_, kernels_, kv_format_) {
     batch_.reserve(kMaxBatchTokens);
     queries_.reserve(kMaxBatchTokens);
+    if (c_.is_moe()) experts_ = std::make_unique<ExpertMixer>(c_, pool_, kernels_, int8_activations_, kMaxBatchTokens);
   }
 
   std::string name() const override { return "cpu"; }
@@ -205,9 +146,14 @@ class Model final : public HostBackendModel {
     });
     note(ForwardStep::attn_residual, l, x_);
     note(ForwardStep::ffn_norm, l, x_norm_);
-    gated_ffn_up(p);  // 8 SiLU-gated FFN
-    for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&p.ffn_down}); });
-    matmuls({{&p.ffn_down, &gate_, &projected_}});
+    if (experts_) {  // 8 SiLU-gated FFN: the routed experts'
+      experts_->mix(p, x_norm_, batch_size(), projected_);
+      note_choices(l);
+    } else {  // 8 SiLU-gated FFN
+      gated_ffn_up(p);
+      for_tokens([&](uint32_t t) { quantize_for(gate_, t, {&p.ffn_down}); });
+      matmuls({{&p.ffn_down, &gate_, &projected_}});
+    }
     note(ForwardStep::ffn_out, l, projected_);
     for_tokens([&](uint32_t t) { cpu_ref::add_in_place(x_.row(t), projected_.row(t), c_.hidden); });  // 9 residual
     note(ForwardStep::residual, l, x_);
@@ -227,6 +173,20 @@ class Model final : public HostBackendModel {
     const std::span<const float> rows(values.values);
     for (uint32_t t = 0; t < batch_size(); ++t)
       recorder_->record(step, layer, batch_[t].position, rows.subspan(size_t(t) * values.width, values.width));
+  }
+
+  // Each token's choice of experts as cpu-ref records it: the ids in rank order, then the weights.
+  void note_choices(uint32_t layer) {
+    if (!recorder_) return;
+    std::vector<float> record(2 * c_.experts.per_token);
+    for (uint32_t t = 0; t < batch_size(); ++t) {
+      const std::span<const ExpertChoice> choice = experts_->choice(t);
+      for (size_t r = 0; r < choice.size(); ++r) {
+        record[r] = float(choice[r].expert);
+        record[choice.size() + r] = choice[r].weight;
+      }
+      recorder_->record(ForwardStep::experts, layer, batch_[t].position, record);
+    }
   }
 
   // Q/K norm and RoPE of one token, then its K and V into its session's cache (kv_store.h).
@@ -336,6 +296,7 @@ class Model final : public HostBackendModel {
   // Activations of the current pass, allocated once.
   Activations x_, x_norm_, q_, k_new_, v_new_, attention_, projected_, gate_, up_, rope_;
   std::vector<float*> logit_rows_;
+  std::unique_ptr<ExpertMixer> experts_;  // a MoE checkpoint's step 8
   AttentionRunner attention_runner_;
   std::vector<AttentionQuery> queries_;
   std::vector<BatchToken> batch_;
@@ -348,9 +309,6 @@ class Model final : public HostBackendModel {
 namespace kipp {
 
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
-  if (model.checkpoint().is_moe())
-    return fail("the cpu backend does not run mixture-of-experts checkpoints yet (", model.checkpoint().id,
-                "); --backend cpu-ref does");
   unsigned threads = options.threads;
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa(options.cpu_isa));
   if (threads == 0) threads = default_cpu_threads();

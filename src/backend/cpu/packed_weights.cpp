@@ -106,8 +106,18 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& m
                             {&layer.attn_output, &out.attn_output},
                             {&layer.ffn_gate, &out.ffn_gate},
                             {&layer.ffn_up, &out.ffn_up},
-                            {&layer.ffn_down, &out.ffn_down}}) {
+                            {&layer.ffn_down, &out.ffn_down},
+                            {&layer.ffn_gate_inp, &out.ffn_gate_inp}}) {
+      if (!from->data) continue;  // a MoE layer has no dense MLP, a dense one no router
       KIPP_ASSIGN(*to, packed->pack_one(*from, pool, lanes));
+    }
+    for (auto [from, to] : {std::pair{&layer.ffn_gate_exps, &out.gate_exps},
+                            {&layer.ffn_up_exps, &out.up_exps},
+                            {&layer.ffn_down_exps, &out.down_exps}}) {
+      for (uint64_t e = 0; e < from->experts; ++e) {
+        KIPP_ASSIGN(PackedMatrix expert, packed->pack_one(from->expert(e), pool, lanes));
+        to->push_back(expert);
+      }
     }
   }
   KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, lanes));

@@ -60,7 +60,10 @@ inline PackedMatrix packed_as(const WeightView& mapped, const uint8_t* packed) {
 // A layer's projections, packed; its norm gains stay in the mapped LayerWeights.
 struct PackedLayer {
   PackedMatrix attn_q, attn_k, attn_v, attn_output;
-  PackedMatrix ffn_gate, ffn_up, ffn_down;
+  PackedMatrix ffn_gate, ffn_up, ffn_down;  // a dense layer's MLP
+  // A MoE layer's router and each expert's three matrices, packed one expert at a time.
+  PackedMatrix ffn_gate_inp;
+  std::vector<PackedMatrix> gate_exps, up_exps, down_exps;
 };
 
 class PackedWeights {
