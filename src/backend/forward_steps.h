@@ -22,7 +22,8 @@ enum class ForwardStep : uint8_t {
   attn_residual,  // the residual stream after the attention block's projection is added: [hidden]
   ffn_norm,       // that stream after the FFN RMSNorm: [hidden]
   // MoE layers only: the router's choice, the chosen experts' ids in rank order, then their
-  // renormalised weights: [2 x experts per token] (ids as exact floats)
+  // renormalised weights, then the routing margin (expert_routing.h): [2 x experts per token + 1]
+  // (ids as exact floats)
   experts,
   ffn_out,  // down(silu(gate) * up), or in a MoE layer the weighted sum of the chosen experts', before it is added: [hidden]
   residual,    // the residual stream leaving the layer: [hidden]

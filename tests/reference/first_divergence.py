@@ -10,7 +10,11 @@ per layer attn_norm, q_rope, k_rope, attention, attn_residual, ffn_norm, ffn_out
 final_norm; logits) and, within a step, position by position. A row parts when its
 normalized squared error sum((a - b)^2) / sum(b^2) exceeds the bound; the report names the
 step, layer, position and the element with the largest difference. Steps only one side
-recorded are listed as not compared.
+recorded are listed as not compared. The `experts` step of a MoE layer (the chosen expert ids in
+rank order, then their weights) is compared as a routing decision: the two runs part there when
+they chose different sets of experts, which is named as such; with the same set, the weights
+are compared expert by expert under the bound (a swap of ranks between two equal weights is not
+a divergence). The report of a routing difference gives B's routing margin ln(p_k / p_k+1).
 
 Exit status: 0 when nothing parts, 1 when something does, 2 when the dumps cannot be
 compared (different prompts, different step names, different widths, unreadable files).
@@ -65,6 +69,17 @@ def forward_order(step_order, keys):
     return sorted(keys, key=key)
 
 
+def routing_rows(a, b):
+    """An experts row pair (ids, weights, margin) as (chosen sets equal, A's set, B's set, B's
+    margin, A's weights in B's order, B's weights)."""
+    k = (a.size - 1) // 2
+    a_ids, b_ids = a[:k].astype(np.int64), b[:k].astype(np.int64)
+    a_weight = dict(zip(a_ids.tolist(), a[k:2 * k]))
+    same = set(a_ids.tolist()) == set(b_ids.tolist())
+    a_weights = np.array([a_weight.get(e, np.nan) for e in b_ids.tolist()])
+    return same, sorted(a_ids.tolist()), sorted(b_ids.tolist()), float(b[-1]), a_weights, b[k:2 * k]
+
+
 def describe(step, layer):
     return step if layer is None else f"layer {layer} {step}"
 
@@ -95,6 +110,13 @@ def compare(a_dir, b_dir, max_nmse, out=sys.stdout):
         for position in sorted(set(a_rows) & set(b_rows)):
             a, b = a_rows[position], b_rows[position]
             compared += 1
+            if step == "experts":
+                same, a_set, b_set, margin, a, b = routing_rows(a, b)
+                if not same:
+                    print(f"first divergence: {describe(step, layer)}, position {position}: the routing differs: "
+                          f"A chose experts {a_set}, B chose {b_set}, B's routing margin ln(p8/p9) {margin:.3g} "
+                          f"({compared - 1} rows before it within the bound)", file=out)
+                    return 1
             difference = a - b
             error, reference = float(np.dot(difference, difference)), float(np.dot(b, b))
             nmse = error / reference if reference > 0 else error  # an all-zero reference row: the plain error

@@ -21,8 +21,8 @@ A mixture-of-experts checkpoint (model_type qwen3_moe) replaces each layer's MLP
 transformers' sparse block: router logits, their softmax over every expert, the top
 num_experts_per_tok probabilities renormalised (norm_topk_prob), and the weighted sum of
 those experts' SwiGLU outputs. --routing FILE writes, per layer and position, the chosen
-experts, their weights and the gap between the k-th and (k+1)-th probability, the margin a
-near-tie is judged by (the review's point 5).
+experts, their weights and the routing margin ln(p_k / p_k+1) between the k-th and (k+1)-th
+probabilities, by which a near-tie is judged (the review's point 5).
 
 Stdlib + NumPy only.  Weights are kept in float32 (exact for BF16); all arithmetic is
 float64.
@@ -238,13 +238,14 @@ class Qwen3Reference:
         k = self.top_k
         order = np.argsort(-p, axis=1, kind="stable")  # largest first; equal ones by lower id
         out = np.zeros_like(x)
-        choice = np.empty((x.shape[0], 2 * k))
+        choice = np.empty((x.shape[0], 2 * k + 1))
         for t in range(x.shape[0]):
             chosen = order[t, :k]
             weights = p[t, chosen] / p[t, chosen].sum()
-            gap = p[t, order[t, k - 1]] - p[t, order[t, k]] if k < self.n_experts else np.inf
-            self.routing.append((layer, t, chosen.tolist(), weights.tolist(), float(gap)))
-            choice[t] = np.concatenate([chosen, weights])
+            # The routing margin, as Kipp records it: ln(p_k / p_k+1), the logit gap.
+            margin = logits[t, order[t, k - 1]] - logits[t, order[t, k]] if k < self.n_experts else np.inf
+            self.routing.append((layer, t, chosen.tolist(), weights.tolist(), float(margin)))
+            choice[t] = np.concatenate([chosen, weights, [margin]])
             for e, w in zip(chosen, weights):
                 h = silu(linear(x[t:t + 1], L["gate"][e])) * linear(x[t:t + 1], L["up"][e])
                 out[t] += w * linear(h, L["down"][e])[0]
@@ -406,7 +407,7 @@ def main(argv=None):
                     help="how K and V are rounded before attention, as Kipp's --kv-cache")
     ap.add_argument("--routing", metavar="FILE",
                     help="MoE checkpoints: also write each layer's and position's chosen experts, "
-                         "their weights and the k-th to (k+1)-th probability gap as JSON")
+                         "their weights and the routing margin ln(p_k / p_k+1) as JSON")
     ap.add_argument("--verbose", action="store_true", help="print the argmax of every row to stderr")
     ap.add_argument("--self-check", action="store_true", help="run internal consistency checks")
     args = ap.parse_args(argv)
@@ -443,8 +444,8 @@ def main(argv=None):
             ap.error("--routing needs a mixture-of-experts checkpoint")
         with open(args.routing, "w") as f:
             json.dump({"top_k": model.top_k, "routing": [
-                {"layer": layer, "position": t, "experts": experts, "weights": weights, "gap": gap}
-                for layer, t, experts, weights, gap in model.routing]}, f, indent=1)
+                {"layer": layer, "position": t, "experts": experts, "weights": weights, "margin": margin}
+                for layer, t, experts, weights, margin in model.routing]}, f, indent=1)
     if args.intermediates:
         write_steps(args.intermediates, steps, ids)
     if args.verbose:

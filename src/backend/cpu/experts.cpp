@@ -29,6 +29,7 @@ ExpertMixer::ExpertMixer(const Checkpoint& c, ThreadPool& pool, const Kernels& k
       expert_ffn_(c.experts.ffn),
       router_(max_tokens, experts_),
       choices_(size_t(max_tokens) * per_token_),
+      margins_(max_tokens),
       counts_(experts_),
       next_row_(experts_),
       gathered_row_(size_t(max_tokens) * per_token_),

@@ -29,10 +29,11 @@ class ExpertMixer {
   // Rows 0..tokens-1 of `out` get the mixture of the experts each row of `x_norm` chooses.
   void mix(const PackedLayer& layer, const Activations& x_norm, uint32_t tokens, Activations& out);
 
-  // What token t of the last mix chose, in rank order.
+  // What token t of the last mix chose, in rank order, and its routing margin.
   std::span<const ExpertChoice> choice(uint32_t t) const {
     return std::span(choices_).subspan(size_t(t) * per_token_, per_token_);
   }
+  float margin(uint32_t t) const { return margins_[t]; }
 
  private:
   // The rows of the gathered matrices that hold one expert's tokens; first is a multiple of
@@ -52,6 +53,7 @@ class ExpertMixer {
   const uint32_t experts_, per_token_, hidden_, expert_ffn_;
   Activations router_;                       // [tokens, experts]: logits, then probabilities
   std::vector<ExpertChoice> choices_;        // [tokens, per_token]
+  std::vector<float> margins_;               // [tokens]
   std::vector<uint32_t> counts_, next_row_;  // per expert: its tokens, and gather's next free row
   std::vector<Segment> segments_;
   std::vector<uint32_t> gathered_row_;   // [tokens, per_token]: the row of expert_in_ holding that choice

@@ -175,18 +175,13 @@ class Model final : public HostBackendModel {
       recorder_->record(step, layer, batch_[t].position, rows.subspan(size_t(t) * values.width, values.width));
   }
 
-  // Each token's choice of experts as cpu-ref records it: the ids in rank order, then the weights.
+  // Each token's choice of experts, as cpu-ref records it.
   void note_choices(uint32_t layer) {
     if (!recorder_) return;
-    std::vector<float> record(2 * c_.experts.per_token);
-    for (uint32_t t = 0; t < batch_size(); ++t) {
-      const std::span<const ExpertChoice> choice = experts_->choice(t);
-      for (size_t r = 0; r < choice.size(); ++r) {
-        record[r] = float(choice[r].expert);
-        record[choice.size() + r] = choice[r].weight;
-      }
-      recorder_->record(ForwardStep::experts, layer, batch_[t].position, record);
-    }
+    std::vector<float> record(2 * c_.experts.per_token + 1);
+    for (uint32_t t = 0; t < batch_size(); ++t)
+      recorder_->record(ForwardStep::experts, layer, batch_[t].position,
+                        choice_record(experts_->choice(t), experts_->margin(t), record));
   }
 
   // Q/K norm and RoPE of one token, then its K and V into its session's cache (kv_store.h).
@@ -309,6 +304,11 @@ class Model final : public HostBackendModel {
 namespace kipp {
 
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
+  // 8-bit activations move a MoE router's logits by up to ~2e-2, so they change which experts a
+  // token reads in most prompts (docs/MODELS.md, measured on kipp-test/qwen3-moe-tiny).
+  if (options.int8_activations && model.checkpoint().is_moe())
+    return fail("--int8-activations is not offered for mixture-of-experts checkpoints (", model.checkpoint().id,
+                "): 8-bit activations change which experts the router chooses");
   unsigned threads = options.threads;
   KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa(options.cpu_isa));
   if (threads == 0) threads = default_cpu_threads();

@@ -39,7 +39,7 @@ class Model final : public HostBackendModel {
         router_(c_.experts.count),
         expert_out_(c_.is_moe() ? c_.hidden : 0),
         chosen_(c_.experts.per_token),
-        choice_record_(2 * chosen_.size()),
+        choice_record_(2 * chosen_.size() + 1),
         scores_(c_.context),
         cos_sin_(c_.head_dim()),
         keys_(c_.context),
@@ -118,14 +118,8 @@ class Model final : public HostBackendModel {
   void mix_experts(const LayerWeights& layer, uint32_t l, uint32_t position) {
     matvec(layer.ffn_gate_inp, x_norm_.data(), router_.data());
     softmax(router_.data(), router_.size());
-    choose_experts(router_, chosen_);
-    if (recorder_) {
-      for (size_t r = 0; r < chosen_.size(); ++r) {
-        choice_record_[r] = float(chosen_[r].expert);
-        choice_record_[chosen_.size() + r] = chosen_[r].weight;
-      }
-      note(ForwardStep::experts, l, position, choice_record_);
-    }
+    const float margin = choose_experts(router_, chosen_);
+    if (recorder_) note(ForwardStep::experts, l, position, choice_record(chosen_, margin, choice_record_));
     std::fill(projected_.begin(), projected_.end(), 0.0f);
     for (const ExpertChoice& choice : chosen_) {
       matvec(layer.ffn_gate_exps.expert(choice.expert), x_norm_.data(), gate_.data());
