@@ -407,7 +407,31 @@ std::vector<Case> cases() {
       for (const char* scheme : {"q8_0", "affine4_gs32"})
         all.push_back({std::string(backend), model, KvFormat::bf16, "", scheme});
     }
+  // The MoE checkpoint on the backends that run it (cuda refuses it by name), where its step 8
+  // gathers each pass's tokens by expert: with the BF16 and Q8_0 caches, every kernel set, and
+  // the quantized artifacts.
+  for (const KvFormat kv : {KvFormat::bf16, KvFormat::q8_0}) {
+    all.push_back({"cpu-ref", "qwen3-moe-tiny", kv});
+    all.push_back({"cpu", "qwen3-moe-tiny", kv});
+  }
+  all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "portable"});
+  if (detected >= cpu::Isa::avx512) all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "avx2"});
+  for (const char* scheme : {"q8_0", "affine4_gs32"})
+    all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "", scheme});
   return all;
+}
+
+// The cpu backend's 8-bit activations are refused by name for a MoE checkpoint (they change its
+// routing; the cuda backend's refusal is tested on the emulator, cuda_emulated_test.cpp).
+TEST(MixtureOfExperts, Int8ActivationsAreRefusedByName) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny.affine4_gs32.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  BackendOptions int8;
+  int8.int8_activations = true;
+  auto refused = create_backend("cpu", **file, int8);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--int8-activations is not offered for mixture-of-experts"), std::string::npos)
+      << refused.error().message;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),

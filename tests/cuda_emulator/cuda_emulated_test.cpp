@@ -42,6 +42,18 @@ TEST(CudaEmulated, TheQ8_0KvCacheIsRefusedByName) {
   EXPECT_NE(cuda.error().message.find("--kv-cache q8_0"), std::string::npos) << cuda.error().message;
 }
 
+// MoE on CUDA waits for the dense backend's gates on a GPU (../shared/REVIEW-QWEN3-MOE.md, point 8).
+TEST(CudaEmulated, AMixtureOfExpertsArtifactIsRefusedByName) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  auto cuda = create_backend("cuda", **file);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(cuda.error().message.find("the cuda backend does not run mixture-of-experts checkpoints"),
+            std::string::npos)
+      << cuda.error().message;
+  EXPECT_NE(cuda.error().message.find("kipp-test/qwen3-moe-tiny"), std::string::npos) << cuda.error().message;
+}
+
 // Decode steps replay a graph captured per batch size; the logits are the kernels' own, bitwise.
 TEST(CudaEmulated, DecodeStepsReplayGraphsThatMatchPlainLaunches) {
   auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
