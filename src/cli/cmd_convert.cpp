@@ -42,6 +42,8 @@ Command add_convert_command(CLI::App& app) {
             if (!report) return cli::report(report.error());
             if (auto line = describe_stored_tied_head(report->stored_tied_head, args->checkpoint); !line.empty())
               std::fprintf(stderr, "%s\n", line.c_str());
+            if (report->long_context_config_beside)
+              std::fprintf(stderr, "%s\n", describe_long_context_config(args->checkpoint).c_str());
             std::fprintf(stderr, "converted %s (%s): %llu tensors, %.1f MiB in %.2f s, peak RSS %.1f MiB -> %s\n",
                          args->checkpoint.c_str(), args->quant.c_str(), (unsigned long long)report->tensors,
                          double(report->bytes_written) / (1 << 20), report->seconds,

@@ -227,6 +227,12 @@ std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_vi
   return line + "; not written (the embedding is the head, as in transformers)";
 }
 
+std::string describe_long_context_config(std::string_view checkpoint_id) {
+  return std::string(kLongContextConfig) +
+         ": the million-token context settings (Dual Chunk Attention) are not read; " + std::string(checkpoint_id) +
+         " runs with config.json's context, as the registry pins it";
+}
+
 std::function<void(const ConvertProgress&)> show_progress_on(ProgressDisplay& display) {
   return [&display, started = false](const ConvertProgress& progress) mutable {
     if (!started) display.start("converting", progress.bytes_total, 0);
@@ -289,6 +295,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   report.peak_rss_bytes = peak_rss_bytes();
   report.stored_tied_head = stored_head;
+  report.long_context_config_beside = std::filesystem::exists(dir + "/" + kLongContextConfig);
   return report;
 }
 

@@ -41,7 +41,14 @@ struct StoredTiedHead {
   uint64_t differing_elements = 0;  // 0: bit for bit the embedding
 };
 
+// The 2507 repositories also ship config_1m.json, the settings (Dual Chunk Attention, sparse
+// attention) their model cards say to swap in for contexts near a million tokens. The converter
+// reads config.json only; where the other file lies beside it, the report says so.
+inline constexpr const char* kLongContextConfig = "config_1m.json";
+std::string describe_long_context_config(std::string_view checkpoint_id);
+
 struct ConvertReport {
+  bool long_context_config_beside = false;  // config_1m.json was in the source directory (not read)
   uint64_t tensors = 0;
   uint64_t bytes_written = 0;
   double seconds = 0.0;

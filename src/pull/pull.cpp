@@ -172,6 +172,7 @@ Status convert_pulled(const PullOptions& options, const Checkpoint& c, std::map<
   if (!converted) return converted.error();
   report.conversion = *converted;
   if (auto line = describe_stored_tied_head(converted->stored_tied_head, c.id); !line.empty()) say(line);
+  if (converted->long_context_config_beside) say(describe_long_context_config(c.id));
   return {};
 }
 
@@ -225,6 +226,11 @@ Result<PullFiles> files_to_pull(const HubView& hub, const HubRepo& repo, const S
     else if (wanted.required) return hub.missing(wanted.name, "");
     else say(std::string(wanted.name) + ": not in the repository at this revision; skipped");
   }
+  KIPP_ASSIGN(std::optional<HubFile> long_context, hub.find(kLongContextConfig));
+  if (long_context)
+    say(std::string(kLongContextConfig) +
+        ": in the repository, not fetched (its million-token settings are not supported; config.json's context is "
+        "used)");
   KIPP_ASSIGN(std::optional<HubFile> index, hub.find(kWeightsIndex));
   if (index) {
     files.first.push_back(std::move(*index));
