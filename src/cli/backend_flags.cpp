@@ -1,6 +1,10 @@
 #include "cli/backend_flags.h"
 
+#include <cstdio>
 #include <string>
+
+#include "model/residency.h"
+#include "util/memory_available.h"
 
 namespace kipp::cli {
 
@@ -29,6 +33,13 @@ void BackendFlags::add_to(CLI::App& app) {
 }
 
 Result<std::unique_ptr<BackendModel>> BackendFlags::create(const ModelFile& model) const {
+  // Said before the backend reads the weights: a file that cannot stay resident makes every token
+  // a disk read, which would look like a hang.
+  if (const auto available = memory_available_bytes())
+    if (const std::string warning =
+            residency_warning(model.checkpoint(), model.scheme(), model.file_bytes(), *available);
+        !warning.empty())
+      std::fprintf(stderr, "kipp: warning: %s\n", warning.c_str());
   BackendOptions options;
   options.threads = threads;
   options.int8_activations = int8_activations;
