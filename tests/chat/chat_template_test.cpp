@@ -62,6 +62,16 @@ TEST(ChatTemplate, Thinking2507AlwaysOpensThinking) {
   EXPECT_EQ(render(Variant::thinking_2507, messages, true, false), expected);
 }
 
+// Qwen3-Coder's template has no thinking logic, and renders a conversation without tools as
+// Instruct-2507's does; its tools (an XML form of its own) are refused until they are supported.
+TEST(ChatTemplate, CoderChatsAsInstruct2507AndRefusesToolsByName) {
+  const std::vector<ChatMessage> messages = {user("Q1"), bot("A1"), user("Q2")};
+  EXPECT_EQ(render(Variant::coder, messages), render(Variant::instruct_2507, messages));
+  auto with_tools = render_chat(Variant::coder, messages, {true, true, {R"({"type": "function"})"}});
+  ASSERT_FALSE(with_tools);
+  EXPECT_NE(with_tools.error().message.find("Qwen3-Coder calls tools in its own XML form"), std::string::npos);
+}
+
 TEST(ChatTemplate, RefusesWhatItCannotRender) {
   EXPECT_FALSE(render_chat(Variant::base, {user("Hi")}, {}));
   EXPECT_FALSE(render_chat(Variant::instruct, {}, {}));
