@@ -25,15 +25,17 @@ class Registry(unittest.TestCase):
         run = kipp("registry", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         entries = json.loads(run.stdout)["checkpoints"]
-        self.assertEqual(len(entries), 21)
-        fields = {"id", "repository", "revision", "variant", "layers", "hidden", "ffn", "q_heads", "kv_heads",
+        self.assertEqual(len(entries), 31)
+        fields = {"id", "repository", "revision", "variant", "architecture", "layers", "hidden", "ffn", "q_heads",
+                  "kv_heads",
                   "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
                   "attention_width", "eos_id", "tensor_count", "source_tensor_count", "stores_tied_head",
                   "parameter_count", "kv_bytes_per_token"}
         for entry in entries:
             self.assertLessEqual(fields, set(entry), entry["id"])
             self.assertEqual(entry["attention_width"], entry["q_heads"] * 128)
-            self.assertEqual(entry["kv_bytes_per_token"], entry["layers"] * 2 * 8 * 128 * 2)
+            self.assertEqual(entry["kv_bytes_per_token"], entry["layers"] * 2 * entry["kv_heads"] * 128 * 2)
+            self.assertEqual(entry["kv_heads"], 4 if entry["architecture"] == "moe" else 8, entry["id"])
         variants = {e["id"]: e["variant"] for e in entries}
         self.assertEqual(variants["qwen3-4b-instruct-2507"], "instruct-2507")
         self.assertEqual(variants["kipp-test/qwen3-tiny-untied"], "base")
@@ -42,8 +44,9 @@ class Registry(unittest.TestCase):
         run = kipp("registry")
         self.assertEqual(run.returncode, 0)
         rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
-        self.assertEqual(len(rows), 21)
+        self.assertEqual(len(rows), 31)
         self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
+        self.assertRegex(run.stdout, r"qwen3-30b-a3b +instruct +8/128 +48 +2048 +768 +32/4 ")
 
 
 class Inspect(unittest.TestCase):
