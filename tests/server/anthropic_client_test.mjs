@@ -24,7 +24,9 @@ if (!thinkingModel) {
   console.error('usage: anthropic_client_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact: its file is named after it (qwen3-tiny.bf16.gguf is
+// kipp-test/qwen3-tiny; the suite also runs on kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
 const THINKING_MODEL = 'kipp-test/qwen3-tiny-thinking-2507';
 const THINK_CLOSE = 151668;  // </think> in the Qwen3 vocabulary
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/anthropic_openai_conversations.json', import.meta.url)));
@@ -145,7 +147,7 @@ describe('the Messages API through the Anthropic client', () => {
   // (the test above), which the tiny checkpoint's random weights would spend in full.
   test('Claude Code\'s request is answered as it sends it', async () => {
     const sent = { ...JSON.parse(readFileSync(new URL('../fixtures/claude_code_request.json', import.meta.url))).request,
-      max_tokens: 64 };
+      model: MODEL, max_tokens: 64 };
     const events = [];
     const response = await fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', body: JSON.stringify(sent),
       headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'unused',

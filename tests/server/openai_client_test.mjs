@@ -18,7 +18,9 @@ if (!baseModel) {
   console.error('usage: openai_client_test.mjs KIPP INSTRUCT_MODEL BASE_MODEL');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact: its file is named after it (qwen3-tiny.bf16.gguf is
+// kipp-test/qwen3-tiny; the suite also runs on kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
 const clientFor = (server, options = {}) =>
   new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0, timeout: 120000, ...options });
 
