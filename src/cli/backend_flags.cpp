@@ -19,7 +19,8 @@ void BackendFlags::add_to(CLI::App& app) {
   app.add_option("--threads", threads, "CPU threads (default: one per physical core)");
   app.add_flag("--int8-activations", int8_activations,
                "cpu backend: Q4_1 (affine4_gs32) products take 8-bit activations, as llama.cpp's do: "
-               "faster prefill, slightly further from cpu-ref (src/backend/cpu/KERNELS.md)");
+               "faster prefill, slightly further from cpu-ref (src/backend/cpu/KERNELS.md); dense checkpoints only "
+               "(in a mixture of experts they change which experts are chosen)");
   app.add_option("--kv-cache", kv_cache_name,
                  "how the KV cache stores K and V: bf16 (default) or q8_0 (53% of the bytes per token, "
                  "slightly further from the BF16 cache: docs/MODELS.md; cpu and cpu-ref)")
