@@ -19,7 +19,9 @@ if (!thinkingModel) {
   console.error('usage: structured_output_test.mjs KIPP INSTRUCT_MODEL THINKING_2507_MODEL');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact, which is named after it (the suite also runs on
+// kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
 const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
 
 // Small enough that random weights finish an answer well within max_tokens.

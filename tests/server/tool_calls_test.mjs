@@ -20,7 +20,9 @@ if (!thinkingModel) {
   console.error('usage: tool_calls_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact, which is named after it (the suite also runs on
+// kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
 const TOOL_CALL_TOKEN = 151657;  // <tool_call> in the Qwen3 vocabulary
 const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
 const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
