@@ -18,7 +18,9 @@ if (!model) {
   process.exit(2);
 }
 const duration = Number(durationArg ?? 60) * 1000;
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact, which is named after it (the suite also runs on
+// kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${model.split('/').pop().split('.')[0]}`;
 
 let state = 20261130;
 const random = () => {

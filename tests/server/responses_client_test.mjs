@@ -24,7 +24,9 @@ if (!thinkingModel) {
   console.error('usage: responses_client_test.mjs KIPP INSTRUCT_MODEL THINKING_MODEL');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the instruct artifact, which is named after it (the suite also runs on
+// kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
 const THINKING_MODEL = 'kipp-test/qwen3-tiny-thinking-2507';
 // Every string bounded and no open objects: the tiny model's random weights would otherwise write
 // one string until the limit.
@@ -220,7 +222,7 @@ describe('the Responses API through the openai client', () => {
     const fixture = JSON.parse(readFileSync(new URL('../fixtures/codex_request.json', import.meta.url)));
     for (const sent of fixture.requests) {
       const response = await fetch(`${server.url}/v1/responses`, { method: 'POST',
-        body: JSON.stringify({ ...sent, max_output_tokens: 16 }),
+        body: JSON.stringify({ ...sent, model: MODEL, max_output_tokens: 16 }),
         headers: { 'content-type': 'application/json', authorization: 'Bearer unused', originator: 'codex_exec' } });
       assert.equal(response.status, 200, await response.clone().text());
       // web_search runs on OpenAI's service: left out of the prompt, and said so.
