@@ -13,7 +13,7 @@ step, layer, position and the element with the largest difference. Steps only on
 recorded are listed as not compared. The `experts` step of a MoE layer (the chosen expert ids in
 rank order, then their weights) is compared as a routing decision: the two runs part there when
 they chose different sets of experts, which is named as such; with the same set, the weights
-are compared expert by expert under the bound (a swap of ranks between two equal weights is not
+are compared expert by expert, with the margins, under the bound (a swap of ranks between two equal weights is not
 a divergence). The report of a routing difference gives B's routing margin ln(p_k / p_k+1).
 
 Exit status: 0 when nothing parts, 1 when something does, 2 when the dumps cannot be
@@ -71,13 +71,15 @@ def forward_order(step_order, keys):
 
 def routing_rows(a, b):
     """An experts row pair (ids, weights, margin) as (chosen sets equal, A's set, B's set, B's
-    margin, A's weights in B's order, B's weights)."""
+    margin, A's weights in B's order and its margin, B's weights and margin)."""
     k = (a.size - 1) // 2
     a_ids, b_ids = a[:k].astype(np.int64), b[:k].astype(np.int64)
     a_weight = dict(zip(a_ids.tolist(), a[k:2 * k]))
     same = set(a_ids.tolist()) == set(b_ids.tolist())
     a_weights = np.array([a_weight.get(e, np.nan) for e in b_ids.tolist()])
-    return same, sorted(a_ids.tolist()), sorted(b_ids.tolist()), float(b[-1]), a_weights, b[k:2 * k]
+    # The weights, then the margin: both sides' own figures, compared under the bound.
+    return (same, sorted(a_ids.tolist()), sorted(b_ids.tolist()), float(b[-1]), np.append(a_weights, a[-1]),
+            b[k:])
 
 
 def describe(step, layer):

@@ -8,6 +8,13 @@
 namespace kipp::cpu {
 namespace {
 
+// A product over the output rows one thread takes.
+void run_rows(const Kernels& kernels, MatmulArgs args, Range rows) {
+  args.row_begin = rows.begin;
+  args.row_end = rows.end;
+  kernels.matmul(args);
+}
+
 uint32_t round_up(uint32_t n, uint32_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 // Rows the gathered matrices need at most: every choice, plus each segment's padding to a
@@ -66,17 +73,14 @@ void ExpertMixer::choose(const PackedLayer& layer, const Activations& x_norm, ui
   pool_.run([&](unsigned index, unsigned count) {
     const Range rows = split(uint32_t(router.rows), index, count, 16);
     if (rows.begin == rows.end) return;
-    MatmulArgs args = x_norm.times(router, form(router), tokens, router_.row_pointers.data());
-    args.row_begin = rows.begin;
-    args.row_end = rows.end;
-    kernels_.matmul(args);
+    run_rows(kernels_, x_norm.times(router, form(router), tokens, router_.row_pointers.data()), rows);
   });
   pool_.run([&](unsigned index, unsigned count) {
     const Range range = split(tokens, index, count);
     for (uint32_t t = range.begin; t < range.end; ++t) {
       cpu_ref::softmax(router_.row(t), experts_);
-      choose_experts(std::span(router_.row(t), experts_),
-                     std::span(choices_).subspan(size_t(t) * per_token_, per_token_));
+      margins_[t] = choose_experts(std::span(router_.row(t), experts_),
+                                   std::span(choices_).subspan(size_t(t) * per_token_, per_token_));
     }
   });
 }
@@ -122,11 +126,9 @@ void ExpertMixer::run_experts(const PackedLayer& layer) {
     for (const Segment& s : segments_) {
       for (auto [weight, out] :
            {std::pair{&layer.gate_exps[s.expert], &expert_gate_}, std::pair{&layer.up_exps[s.expert], &expert_up_}}) {
-        MatmulArgs args =
-            expert_in_.times_rows(*weight, form(*weight), s.first, s.count, out->row_pointers.data() + s.first);
-        args.row_begin = rows.begin;
-        args.row_end = rows.end;
-        kernels_.matmul(args);
+        run_rows(kernels_,
+                 expert_in_.times_rows(*weight, form(*weight), s.first, s.count, out->row_pointers.data() + s.first),
+                 rows);
       }
       for (uint32_t row = s.first; row < s.first + s.count; ++row)
         cpu_ref::silu_mul(expert_gate_.row(row) + rows.begin, expert_up_.row(row) + rows.begin, rows.end - rows.begin,
@@ -146,10 +148,8 @@ void ExpertMixer::run_experts(const PackedLayer& layer) {
     if (rows.begin == rows.end) return;
     for (const Segment& s : segments_) {
       const PackedMatrix& down = layer.down_exps[s.expert];
-      MatmulArgs args = expert_gate_.times_rows(down, form(down), s.first, s.count, down_rows_.data() + s.first);
-      args.row_begin = rows.begin;
-      args.row_end = rows.end;
-      kernels_.matmul(args);
+      run_rows(kernels_, expert_gate_.times_rows(down, form(down), s.first, s.count, down_rows_.data() + s.first),
+               rows);
     }
   });
 }
