@@ -118,7 +118,7 @@ constexpr Checkpoint kCheckpoints[] = {
      Architecture::moe,
      {128, 8, 768}},
     // 235B-A22B: registered and convertible; its files (470 GB in BF16) do not stay resident in the
-    // memory of the machines Kipp targets, which the loader says before mapping.
+    // memory of the machines Kipp targets, which Kipp says before reading them (model/residency.h).
     {"qwen3-235b-a22b",
      "Qwen/Qwen3-235B-A22B",
      "8efa61729e24bd65b1d152b5ab5409052aa80e65",
