@@ -114,7 +114,7 @@ Result<std::vector<ChatTool>> parse_chat_tools(const Json& tools) {
       if (!function["strict"].is_boolean()) return fail(where, ".function.strict: must be true or false");
       parsed.strict = function["strict"].get<bool>();
     }
-    parsed.line = python_json_dumps(tool);
+    parsed.declaration = tool;
     out.push_back(std::move(parsed));
   }
   return out;

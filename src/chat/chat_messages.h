@@ -25,9 +25,9 @@ Result<std::vector<ChatMessage>> parse_chat_messages(const nlohmann::ordered_jso
 // One function the client offers.
 struct ChatTool {
   std::string name;
-  nlohmann::ordered_json parameters;  // its JSON Schema; an empty object when not given
-  bool strict = false;                // function.strict: a forced call enforces the schema exactly or is refused
-  std::string line;                   // the tool as the template prints it (python_json_dumps)
+  nlohmann::ordered_json parameters;   // its JSON Schema; an empty object when not given
+  bool strict = false;                 // function.strict: a forced call enforces the schema exactly or is refused
+  nlohmann::ordered_json declaration;  // the tool object as sent, which the template prints
 };
 
 // `tools`: an array of {"type": "function", "function": {"name", "description"?, "parameters"?,

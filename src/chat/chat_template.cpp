@@ -2,6 +2,9 @@
 
 #include <string_view>
 
+#include "chat/coder_template.h"
+#include "util/python_json.h"
+
 namespace kipp {
 namespace {
 
@@ -76,15 +79,14 @@ Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>&
   if (variant == Variant::base)
     return fail("this is a base checkpoint: it has no chat template (continue raw text with `kipp generate`)");
   KIPP_TRY(check_messages(messages));
-  if (variant == Variant::coder && !options.tools.empty())
-    return fail("Qwen3-Coder calls tools in its own XML form, which Kipp does not render or parse yet");
-  const bool keeps_thinking = variant != Variant::instruct_2507 && variant != Variant::coder;
+  if (variant == Variant::coder) return render_coder_chat(messages, options);
+  const bool keeps_thinking = variant != Variant::instruct_2507;
   std::string out;
   if (!options.tools.empty()) {
     out += "<|im_start|>system\n";
     if (messages[0].role == "system") out += messages[0].content + "\n\n";
     out += kToolsPreamble;
-    for (const std::string& tool : options.tools) out += "\n" + tool;
+    for (const nlohmann::ordered_json& tool : options.tools) out += "\n" + python_json_dumps(tool);
     out += kToolsInstructions;
   } else if (messages[0].role == "system") {
     out += "<|im_start|>system\n" + messages[0].content + "<|im_end|>\n";

@@ -17,12 +17,15 @@
 //     user turn that is only such a block is not a "query" for the thinking rule above);
 //   - the generation prompt `<|im_start|>assistant\n`, plus an empty think block for the hybrid
 //     checkpoints with enable_thinking false, or an opened `<think>\n` for thinking-2507.
+// Qwen3-Coder's template differs wherever tools appear, and it never thinks (coder_template.h).
 // Base checkpoints have no template and are refused.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "registry/registry.h"
 #include "util/error.h"
@@ -45,9 +48,8 @@ struct ChatMessage {
 struct ChatOptions {
   bool add_generation_prompt = true;
   bool enable_thinking = true;  // hybrid instruct checkpoints only
-  // The request's tools, each as the line the template prints (python_json_dumps of the whole
-  // tool object, {"type": "function", "function": {...}}). Empty: no tools block.
-  std::vector<std::string> tools;
+  // The request's tools as sent, each {"type": "function", "function": {...}}. Empty: no tools block.
+  std::vector<nlohmann::ordered_json> tools;
 };
 
 Result<std::string> render_chat(Variant variant, const std::vector<ChatMessage>& messages, const ChatOptions& options);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/coder_calls.h"
 #include "util/json_fields.h"
 #include "util/python_json.h"
 
@@ -26,7 +27,28 @@ Json embedded_parameters(const ChatTool& tool, size_t index) {
   return parameters;
 }
 
+// A call's JSON: {"name": string, "arguments": object}.
+std::optional<ChatToolCall> read_json_call(std::string_view body) {
+  // The model's text, which a prompt can steer: nested deeper than any file Kipp reads (reading its
+  // arguments recurses once per level), or with more members in an object than a request may send
+  // (read in quadratic time), it stays text.
+  const json::ShapeLimits readable_shape{.depth = json::kMaxFileDepth, .members = json::kMaxObjectMembers};
+  if (json::shape_of(body, readable_shape) != json::Shape::fits) return std::nullopt;
+  const Json call = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const bool readable = call.is_object() && call.contains("name") && call["name"].is_string() &&
+                        call.contains("arguments") && call["arguments"].is_object();
+  if (!readable) return std::nullopt;
+  return ChatToolCall{call["name"].get<std::string>(), python_json_dumps(call["arguments"])};
+}
+
 }  // namespace
+
+CallSyntax call_syntax(Variant variant) { return variant == Variant::coder ? CallSyntax::xml : CallSyntax::json; }
+
+CallReader call_reader(CallSyntax syntax, std::vector<ChatTool> tools) {
+  if (syntax == CallSyntax::json) return read_json_call;
+  return [tools = std::move(tools)](std::string_view body) { return read_coder_call(body, tools); };
+}
 
 Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const std::string& only) {
   if (tools.empty()) return fail("a call is forced, but no tools are offered");
@@ -122,20 +144,12 @@ void ToolCallExtractor::plain(std::string_view text, Output& out) {
 
 void ToolCallExtractor::close_call(Output& out) {
   in_call_ = false;
-  // The model's text, which a prompt can steer: nested deeper than any file Kipp reads (reading its
-  // arguments recurses once per level), or with more members in an object than a request may send
-  // (read in quadratic time), it stays text.
-  const json::ShapeLimits readable_shape{.depth = json::kMaxFileDepth, .members = json::kMaxObjectMembers};
-  const nlohmann::ordered_json call = json::shape_of(body_, readable_shape) != json::Shape::fits
-                                          ? nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded)
-                                          : nlohmann::ordered_json::parse(body_, nullptr, /*allow_exceptions=*/false);
-  const bool readable = call.is_object() && call.contains("name") && call["name"].is_string() &&
-                        call.contains("arguments") && call["arguments"].is_object();
-  if (!readable) {
+  std::optional<ChatToolCall> call = reader_(body_);
+  if (!call) {
     hand_on_call(out);
     return;
   }
-  out.calls.push_back({call["name"].get<std::string>(), python_json_dumps(call["arguments"])});
+  out.calls.push_back(std::move(*call));
   call_text_.clear();
   after_call_ = true;
 }

@@ -13,11 +13,14 @@
 // its calls (and between calls) go with the calls, so that rendering the returned message again
 // gives the model's own text. A call whose JSON does not read as {"name": string, "arguments":
 // object} is handed on as text, byte for byte, and counted, never dropped; so is a call the
-// answer's end cut off.
+// answer's end cut off. Qwen3-Coder writes the call between the same tags in XML instead
+// (coder_calls.h): the extractor reads a call's text with the reader of the checkpoint's syntax.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +30,7 @@
 
 #include "chat/chat_messages.h"
 #include "engine/answer_layout.h"
+#include "registry/registry.h"
 #include "util/error.h"
 
 namespace kipp {
@@ -41,8 +45,19 @@ struct ForcedCall {
 };
 Result<ForcedCall> forced_call_schema(const std::vector<ChatTool>& tools, const std::string& only);
 
+// How a checkpoint writes a call between its tags: a JSON object, or Qwen3-Coder's XML.
+enum class CallSyntax { json, xml };
+CallSyntax call_syntax(Variant variant);
+
+// Reads a call's text between its tags into a call, or nullopt when it is not one.
+using CallReader = std::function<std::optional<ChatToolCall>(std::string_view body)>;
+// The reader of `syntax`; XML values are converted by the types of the offered `tools`' parameters.
+CallReader call_reader(CallSyntax syntax, std::vector<ChatTool> tools = {});
+
 class ToolCallExtractor {
  public:
+  explicit ToolCallExtractor(CallReader reader = call_reader(CallSyntax::json)) : reader_(std::move(reader)) {}
+
   struct Output {
     std::string text;                 // not part of any call, in order
     std::vector<ChatToolCall> calls;  // completed calls, in order; arguments as json.dumps writes them
@@ -63,6 +78,7 @@ class ToolCallExtractor {
   void close_call(Output& out);
   void hand_on_call(Output& out);
 
+  CallReader reader_;
   std::deque<PartStart> starts_;  // still ahead of the text
   std::string buffer_;            // released text not yet looked at
   size_t buffer_offset_ = 0;      // where buffer_ starts in the answer

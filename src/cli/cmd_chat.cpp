@@ -23,6 +23,7 @@
 #include "backend/backend.h"
 #include "chat/chat_messages.h"
 #include "chat/chat_template.h"
+#include "chat/coder_call_grammar.h"
 #include "chat/tool_calls.h"
 #include "cli/backend_flags.h"
 #include "cli/commands.h"
@@ -114,7 +115,8 @@ struct ChatToolSetup {
   std::optional<TokenFrame> frame;
 };
 
-Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokenizer, SamplingParams& sampling) {
+Result<ChatToolSetup> set_up_tools(const ChatArgs& args, Variant variant, const Tokenizer& tokenizer,
+                                   SamplingParams& sampling) {
   ChatToolSetup setup;
   if (args.tools.empty()) {
     if (args.tool_choice != "auto") return fail("--tool-choice needs --tools");
@@ -133,12 +135,20 @@ Result<ChatToolSetup> set_up_tools(const ChatArgs& args, const Tokenizer& tokeni
   if (args.constraint.given())
     return fail("--tool-choice ", args.tool_choice, " and a schema or grammar cannot both shape the answer");
   const bool any = args.tool_choice == "required";
-  KIPP_ASSIGN(ForcedCall forced, forced_call_schema(setup.tools, any ? "" : args.tool_choice));
-  grammar::SchemaOptions options;
-  options.strict = forced.strict;
-  options.form = args.constraint.form();
-  KIPP_ASSIGN(grammar::CompiledSchema compiled, grammar::compile_json_schema(nlohmann::json(forced.schema), options));
-  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(compiled.grammar)));
+  const std::string only = any ? "" : args.tool_choice;
+  grammar::Grammar call_grammar;
+  if (call_syntax(variant) == CallSyntax::xml) {
+    KIPP_ASSIGN(CoderForcedCall forced, coder_forced_call(setup.tools, only, args.constraint.form()));
+    call_grammar = std::move(forced.grammar);
+  } else {
+    KIPP_ASSIGN(ForcedCall forced, forced_call_schema(setup.tools, only));
+    grammar::SchemaOptions options;
+    options.strict = forced.strict;
+    options.form = args.constraint.form();
+    KIPP_ASSIGN(grammar::CompiledSchema compiled, grammar::compile_json_schema(nlohmann::json(forced.schema), options));
+    call_grammar = std::move(compiled.grammar);
+  }
+  KIPP_ASSIGN(std::shared_ptr<grammar::Automaton> automaton, grammar::Automaton::create(std::move(call_grammar)));
   setup.forced = std::make_shared<grammar::TokenMasks>(std::move(automaton), constrained_vocabulary(tokenizer));
   setup.frame = TokenFrame{setup.tokens.open, setup.tokens.close, any};
   return setup;
@@ -158,7 +168,7 @@ class Chat {
         stop_ids_(c_.stop_ids()),
         constraint_(std::move(constraint)),
         tools_(std::move(tools)) {
-    for (const ChatTool& tool : tools_.tools) tool_lines_.push_back(tool.line);
+    for (const ChatTool& tool : tools_.tools) tool_declarations_.push_back(tool.declaration);
     if (tools_.forced) constraint_ = tools_.forced;
     reset();
   }
@@ -194,7 +204,7 @@ class Chat {
   Result<std::vector<ChatToolCall>> answer(bool to_user) {
     ChatOptions options;
     options.enable_thinking = !args_.no_thinking;
-    options.tools = tool_lines_;
+    options.tools = tool_declarations_;
     auto prompt_text = render_chat(c_.variant, messages_, options);
     if (!prompt_text) return drop_turn(prompt_text.error());
     auto prompt = tokenizer_.encode(*prompt_text);
@@ -233,7 +243,7 @@ class Chat {
     cached_.resize(session_.length());
     std::string content = answer->text;
     std::vector<ChatToolCall> calls;
-    if (tools_.calls_possible) content = take_calls(*answer, calls);
+    if (tools_.calls_possible) content = take_calls(*answer, call_reader(call_syntax(c_.variant), tools_.tools), calls);
     if (c_.variant == Variant::thinking_2507) content = "<think>\n" + content;  // the prompt opened it
     ChatMessage said{"assistant", content, std::nullopt, {}};
     for (const ChatToolCall& call : calls) std::printf("[call %s %s]\n", call.name.c_str(), call.arguments.c_str());
@@ -249,8 +259,8 @@ class Chat {
 
   // The answer's text without its calls, found by token (the layout's part starts), through the
   // same extractor the server uses.
-  static std::string take_calls(const Generation& answer, std::vector<ChatToolCall>& calls) {
-    ToolCallExtractor extractor;
+  static std::string take_calls(const Generation& answer, CallReader reader, std::vector<ChatToolCall>& calls) {
+    ToolCallExtractor extractor(std::move(reader));
     ToolCallExtractor::Output found;
     extractor.push(answer.text, answer.parts, found);
     extractor.finish(found);
@@ -275,7 +285,7 @@ class Chat {
   std::vector<uint32_t> cached_;                     // the tokens in the session's KV cache, in order
   std::shared_ptr<grammar::TokenMasks> constraint_;  // every answer follows it, when given
   ChatToolSetup tools_;
-  std::vector<std::string> tool_lines_;  // as the template prints them
+  std::vector<nlohmann::ordered_json> tool_declarations_;  // as the template prints them
   uint64_t turns_ = 0;
 };
 
@@ -297,7 +307,7 @@ Status run_chat(const ChatArgs& args) {
   sigaction(SIGINT, &action, nullptr);
 
   KIPP_ASSIGN(std::shared_ptr<grammar::TokenMasks> constraint, args.constraint.masks_for(tokenizer));
-  KIPP_ASSIGN(ChatToolSetup tools, set_up_tools(args, tokenizer, sampling));
+  KIPP_ASSIGN(ChatToolSetup tools, set_up_tools(args, c.variant, tokenizer, sampling));
   Chat chat(args, *model, *backend, *session, tokenizer, sampling, std::move(constraint), std::move(tools));
   std::fprintf(stderr, "kipp chat: %s on %s, seed %llu. /reset starts over, /exit quits, Ctrl-C stops an answer.\n",
                std::string(c.id).c_str(), backend->describe().c_str(), static_cast<unsigned long long>(sampling.seed));

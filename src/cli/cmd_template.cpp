@@ -54,7 +54,7 @@ Status print_template(const TemplateArgs& args) {
   if (!tools_json.is_null()) {
     auto tools = parse_chat_tools(tools_json);
     if (!tools) return with_context(args.tools.empty() ? args.messages : args.tools, tools.error());
-    for (const ChatTool& tool : *tools) options.tools.push_back(tool.line);
+    for (const ChatTool& tool : *tools) options.tools.push_back(tool.declaration);
   }
   options.enable_thinking = !args.no_thinking;
   options.add_generation_prompt = !args.no_generation_prompt;

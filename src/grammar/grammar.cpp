@@ -224,6 +224,37 @@ RuleId GrammarBuilder::repeat(std::string_view name, Item item, uint32_t min, ui
   return add(base, {std::move(sequence)});
 }
 
+RuleId GrammarBuilder::splice(std::string_view prefix, const Grammar& grammar) {
+  std::vector<RuleId> rules;
+  rules.reserve(grammar.rules.size());
+  for (const Rule& rule : grammar.rules) rules.push_back(declare(std::string(prefix) + rule.name));
+  const auto copy = [&](const Item& item) -> Item {
+    switch (item.kind) {
+      case ItemKind::bytes: return bytes(grammar.byte_sets[item.index]);
+      case ItemKind::rule: return call(rules[item.index]);
+      case ItemKind::permutation: {
+        Permutation permutation = grammar.permutations[item.index];
+        for (Permutation::Member& member : permutation.members) member.rule = rules[member.rule];
+        if (permutation.additional) permutation.additional = rules[*permutation.additional];
+        permutation.separator = rules[permutation.separator];
+        return this->permutation(std::move(permutation));
+      }
+    }
+    return item;
+  };
+  for (size_t r = 0; r < grammar.rules.size(); ++r) {
+    std::vector<Sequence> alternatives;
+    for (const Sequence& sequence : grammar.rules[r].alternatives) {
+      Sequence copied;
+      copied.reserve(sequence.size());
+      for (const Item& item : sequence) copied.push_back(copy(item));
+      alternatives.push_back(std::move(copied));
+    }
+    set_alternatives(rules[r], std::move(alternatives));
+  }
+  return rules[grammar.root];
+}
+
 Result<Grammar> GrammarBuilder::finish(RuleId root) && {
   for (size_t i = 0; i < defined_.size(); ++i)
     if (!defined_[i]) return fail("rule '", grammar_.rules[i].name, "' is used but never defined");

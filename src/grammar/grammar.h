@@ -127,6 +127,11 @@ class GrammarBuilder {
   RuleId repeat(std::string_view name, Item item, uint32_t min, uint32_t max);
   static constexpr uint32_t kUnbounded = UINT32_MAX;
 
+  // Copies every rule of a finished grammar into this one, names prefixed by `prefix`: the rule
+  // its root became, to call from rules of this grammar (a compiled JSON Schema inside a larger
+  // grammar).
+  RuleId splice(std::string_view prefix, const Grammar& grammar);
+
   const std::string& name_of(RuleId rule) const { return grammar_.rules[rule].name; }
   // The items of every rule so far: compilers check it against kMaxGrammarItems as they go, so
   // that one request's grammar stops growing at the limit instead of only failing at finish().

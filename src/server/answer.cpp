@@ -7,7 +7,7 @@ Answer::Answer(const AnswerOptions& options, ToolCallCounts& counts)
       call_id_prefix_(options.call_id_prefix),
       counts_(counts),
       call_ids_(std::random_device{}()) {
-  if (options.find_calls) extractor_.emplace();
+  if (options.find_calls) extractor_.emplace(options.read_call);
 }
 
 AnswerPiece Answer::take(const ChoiceUpdate& update) {

@@ -30,9 +30,10 @@ struct AnswerPiece {
 };
 
 struct AnswerOptions {
-  bool find_calls = false;               // take calls out (not when the request offers none, or tool_choice none)
-  bool parallel_calls = true;            // false: calls after the first are dropped (and counted)
-  std::string call_id_prefix = "call_";  // OpenAI's call_…, Anthropic's toolu_…
+  bool find_calls = false;  // take calls out (not when the request offers none, or tool_choice none)
+  CallReader read_call = call_reader(CallSyntax::json);  // reads a call's text in the checkpoint's syntax
+  bool parallel_calls = true;                            // false: calls after the first are dropped (and counted)
+  std::string call_id_prefix = "call_";                  // OpenAI's call_…, Anthropic's toolu_…
 };
 
 class Answer {

@@ -67,6 +67,7 @@ class Reader {
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     out_.json_form = limits_.json_form;
+    out_.call_syntax = limits_.call_syntax;
     for (const auto& [key, value] : body.items()) {
       if (count_tokens_ && kCreateOnly.count(key))
         return field_error(key, "is not a field of /v1/messages/count_tokens");

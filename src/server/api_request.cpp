@@ -8,6 +8,7 @@
 #include <set>
 
 #include "chat/chat_messages.h"
+#include "chat/coder_call_grammar.h"
 #include "chat/tool_calls.h"
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
@@ -61,6 +62,7 @@ class Reader {
   ApiStatus read(const Json& body) {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     out_.json_form = limits_.json_form;
+    out_.call_syntax = limits_.call_syntax;
     bool has_prompt = false;
     for (const auto& [key, value] : body.items()) {
       if (kIgnored.count(key)) continue;
@@ -371,6 +373,19 @@ std::string effort_names() {
 
 namespace {
 
+// The constraint of `field` from a compiled grammar; a grammar whose matcher cannot start is refused.
+ApiResult<StructuredOutput> grammar_output(const std::string& field, grammar::Grammar compiled,
+                                           std::vector<grammar::Unenforced> unenforced = {},
+                                           const std::string& prefix = "") {
+  auto automaton = grammar::Automaton::create(std::move(compiled));
+  if (!automaton) return field_error(field, prefix + automaton.error().message);
+  StructuredOutput structured;
+  structured.field = field;
+  structured.automaton = std::move(automaton).value();
+  structured.unenforced = std::move(unenforced);
+  return structured;
+}
+
 // A JSON Schema compiled into the constraint of `field` in `form`; strict: enforced exactly, or refused.
 ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohmann::ordered_json& schema, bool strict,
                                           grammar::JsonForm form) {
@@ -379,43 +394,45 @@ ApiResult<StructuredOutput> schema_output(const std::string& field, const nlohma
   options.form = form;
   auto compiled = grammar::compile_json_schema(nlohmann::json(schema), options);
   if (!compiled) return field_error(field, compiled.error().message);
-  auto automaton = grammar::Automaton::create(std::move(compiled->grammar));
-  if (!automaton) return field_error(field, automaton.error().message);
-  StructuredOutput structured;
-  structured.field = field;
-  structured.automaton = std::move(automaton).value();
-  structured.unenforced = std::move(compiled->unenforced);
-  return structured;
+  return grammar_output(field, std::move(compiled->grammar), std::move(compiled->unenforced));
 }
 
 // The constraint a request's schema or GBNF grammar stands for; a grammar that cannot run is refused.
 ApiResult<StructuredOutput> source_output(const ConstraintSource& source, grammar::JsonForm form) {
   if (source.kind == ConstraintSource::Kind::json_schema)
     return schema_output(source.field, source.schema, source.strict, form);
+  const std::string unusable = "the GBNF grammar is not usable: ";
   auto compiled = grammar::compile_gbnf(source.gbnf);
-  if (!compiled) return field_error(source.field, "the GBNF grammar is not usable: " + compiled.error().message);
-  auto automaton = grammar::Automaton::create(std::move(compiled).value());
-  if (!automaton) return field_error(source.field, "the GBNF grammar is not usable: " + automaton.error().message);
-  StructuredOutput structured;
-  structured.field = source.field;
-  structured.automaton = std::move(automaton).value();
-  return structured;
+  if (!compiled) return field_error(source.field, unusable + compiled.error().message);
+  return grammar_output(source.field, std::move(compiled).value(), {}, unusable);
 }
 
 bool forces_call(ToolChoice choice) { return choice == ToolChoice::required || choice == ToolChoice::named; }
 
-// A forced call is a grammar over the call's JSON, as the chat template shows calls: {"name":
-// ..., "arguments": {...}}, one alternative per function offered. Both APIs name the field
-// tool_choice.
+// Qwen3-Coder's forced call: the grammar of its XML form (coder_call_grammar.h).
+ApiResult<StructuredOutput> coder_call_output(const std::string& field, const ApiRequest& request,
+                                              const std::string& only) {
+  auto forced = coder_forced_call(request.tools, only, request.json_form);
+  if (!forced) return field_error(field, forced.error().message);
+  return grammar_output(field, std::move(forced->grammar), std::move(forced->unenforced));
+}
+
+// A forced call is a grammar over the call's text as the chat template shows calls: JSON
+// {"name": ..., "arguments": {...}}, or Qwen3-Coder's XML, one alternative per function offered.
+// Both APIs name the field tool_choice.
 ApiStatus force_tool_call(ApiRequest& request) {
   const std::string field = "tool_choice";
   if (request.tools.empty()) return field_error(field, "forces a call, but the request offers no tools");
-  auto forced =
-      forced_call_schema(request.tools, request.tool_choice == ToolChoice::named ? request.tool_choice_name : "");
-  if (!forced) return field_error(field, forced.error().message);
   if (request.structured)
     return field_error(field, "a forced call and " + request.structured->field + " cannot both shape the answer");
-  KIPP_ASSIGN(request.structured, schema_output(field, forced->schema, forced->strict, request.json_form));
+  const std::string only = request.tool_choice == ToolChoice::named ? request.tool_choice_name : "";
+  if (request.call_syntax == CallSyntax::xml) {
+    KIPP_ASSIGN(request.structured, coder_call_output(field, request, only));
+  } else {
+    auto forced = forced_call_schema(request.tools, only);
+    if (!forced) return field_error(field, forced.error().message);
+    KIPP_ASSIGN(request.structured, schema_output(field, forced->schema, forced->strict, request.json_form));
+  }
   request.structured->tool_call = true;
   return {};
 }

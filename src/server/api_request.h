@@ -25,6 +25,7 @@
 
 #include "chat/chat_messages.h"
 #include "chat/chat_template.h"
+#include "chat/tool_calls.h"
 #include "engine/sampler.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
@@ -50,6 +51,8 @@ struct ApiLimits {
   bool ignore_unknown_fields = false;
   // The JSON form of a request that names none (kipp serve --json-form).
   grammar::JsonForm json_form = grammar::JsonForm::tidy;
+  // How the served checkpoint writes a tool call, which decides the grammar of a forced one.
+  CallSyntax call_syntax = CallSyntax::json;
 };
 
 // The constraint a request asked for, compiled.
@@ -59,8 +62,8 @@ struct StructuredOutput {
   // a 400 before any work, and so that the scheduler thread never pays for building it.
   std::shared_ptr<grammar::Automaton> automaton;
   std::vector<grammar::Unenforced> unenforced;  // what a json_schema with strict: false left out
-  // tool_choice "required" or a named function: the grammar is a call's JSON, framed by the
-  // <tool_call> tokens (several calls when parallel_tool_calls allows).
+  // tool_choice "required" or a named function: the grammar is a call's text (JSON, or Qwen3-Coder's
+  // XML), framed by the <tool_call> tokens (several calls when parallel_tool_calls allows).
   bool tool_call = false;
 };
 
@@ -114,6 +117,7 @@ struct ApiRequest {
   uint32_t top_logprobs = 0;                              // completions: logprobs = N; chat: top_logprobs
   std::optional<ConstraintSource> constraint;             // as read; compile_constraints turns it into `structured`
   grammar::JsonForm json_form = grammar::JsonForm::tidy;  // what schemas and forced calls compile to (json_form)
+  CallSyntax call_syntax = CallSyntax::json;              // the checkpoint's (ApiLimits)
   std::optional<StructuredOutput> structured;
   // chat: the functions offered (rendered into the prompt), and how the answer may call them.
   std::vector<ChatTool> tools;

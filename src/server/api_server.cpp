@@ -69,6 +69,7 @@ ApiServer::ApiServer(const ApiConfig& config, const Tokenizer& tokenizer, Schedu
   limits_.vocab = uint32_t(tokenizer.vocab_size());
   limits_.ignore_unknown_fields = config.ignore_unknown_fields;
   limits_.json_form = config.json_form;
+  limits_.call_syntax = call_syntax(config.variant);
   for (unsigned i = 0; i < std::max(1u, config.workers); ++i) workers_.emplace_back([this] { work(to_read_); });
   for (unsigned i = 0; i < std::max(1u, config.compile_workers); ++i)
     workers_.emplace_back([this] { work(to_compile_); });
@@ -271,7 +272,7 @@ ApiResult<std::vector<std::vector<uint32_t>>> ApiServer::prompts_for(ApiRequest&
     options.enable_thinking = request.enable_thinking.value_or(true);
     if (!request.tools.empty() && !call_tokens_)
       return ApiError{400, "tools: " + call_tokens_.error().message, "tools"};
-    for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
+    for (const ChatTool& tool : request.tools) options.tools.push_back(tool.declaration);
     auto rendered = render_chat(config_.variant, request.messages, options);
     if (!rendered)
       return ApiError{400, std::string(prompt_field(request.endpoint)) + ": " + rendered.error().message,
@@ -378,6 +379,7 @@ void ApiServer::completion(Endpoint endpoint, ReadBody& read, const std::shared_
   const bool calls_possible = !request.tools.empty() && request.tool_choice != ToolChoice::none;
   AnswerOptions answer;
   answer.find_calls = calls_possible;
+  if (calls_possible) answer.read_call = call_reader(call_syntax(config_.variant), request.tools);
   answer.parallel_calls = request.parallel_tool_calls;
   std::shared_ptr<Responder> responder;
   if (endpoint == Endpoint::messages) {

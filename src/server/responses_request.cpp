@@ -90,6 +90,7 @@ class Reader {
     if (!body.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
     out_.responses.emplace();
     out_.json_form = limits_.json_form;
+    out_.call_syntax = limits_.call_syntax;
     Json& echo = out_.responses->echo;
     for (const auto& [key, value] : body.items()) {
       if (input_tokens_ && kCreateOnly.count(key))

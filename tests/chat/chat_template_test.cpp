@@ -64,12 +64,14 @@ TEST(ChatTemplate, Thinking2507AlwaysOpensThinking) {
 
 // Qwen3-Coder's template has no thinking logic, and renders a conversation without tools as
 // Instruct-2507's does; its tools (an XML form of its own) are refused until they are supported.
-TEST(ChatTemplate, CoderChatsAsInstruct2507AndRefusesToolsByName) {
+TEST(ChatTemplate, CoderChatsAsInstruct2507WithoutToolsAndNeedsObjectArguments) {
   const std::vector<ChatMessage> messages = {user("Q1"), bot("A1"), user("Q2")};
   EXPECT_EQ(render(Variant::coder, messages), render(Variant::instruct_2507, messages));
-  auto with_tools = render_chat(Variant::coder, messages, {true, true, {R"({"type": "function"})"}});
-  ASSERT_FALSE(with_tools);
-  EXPECT_NE(with_tools.error().message.find("Qwen3-Coder calls tools in its own XML form"), std::string::npos);
+  // Its template prints each argument as a <parameter> block: arguments must be an object.
+  auto not_object = render_chat(Variant::coder, {user("Q"), {"assistant", "", std::nullopt, {{"f", "[1, 2]"}}}}, {});
+  ASSERT_FALSE(not_object);
+  EXPECT_NE(not_object.error().message.find("messages[1].tool_calls[0]"), std::string::npos)
+      << not_object.error().message;
 }
 
 TEST(ChatTemplate, RefusesWhatItCannotRender) {

@@ -5,7 +5,8 @@ jinja2 the way transformers renders it, compared byte for byte with `kipp templa
 The reference environment is transformers' own: a sandboxed jinja2 environment with trim_blocks
 and lstrip_blocks, the loopcontrols extension, and transformers' `tojson` filter (json.dumps with
 ensure_ascii=False: the client's key order, non-ASCII kept, Python's number forms). The template
-text is read from the fact sheet by its SHA-256.
+text is read by its SHA-256 from the fact sheet, or, for Qwen3-Coder (whose template the fact
+sheet does not hold), from the file given after the other arguments.
 
 The conversations (more than 40, with tools) cover what agents send: tools with nested and
 unicode schemas, calls with arguments as JSON strings and as objects, several calls in one turn,
@@ -16,9 +17,10 @@ generation prompt, and with enable_thinking unset and false.
 What Kipp does before the template (documented in docs/SERVER.md) is applied here too, written
 independently: the developer role is a system message, text parts are joined with "\\n" (as vLLM
 does; the template itself would print nothing for a non-string content), `reasoning` is
-`reasoning_content`.
+`reasoning_content`. For Qwen3-Coder, whose template iterates a call's arguments, arguments given as
+a JSON string are parsed into their object first (as vLLM does).
 
-Usage: golden_jinja2.py KIPP FACT_SHEET VARIANT MODEL.gguf SCRATCH_DIR
+Usage: golden_jinja2.py KIPP FACT_SHEET VARIANT MODEL.gguf SCRATCH_DIR [TEMPLATE_FILE]
 """
 import copy
 import hashlib
@@ -37,10 +39,17 @@ TEMPLATES = {
     "instruct": "a55ee1b1660128b7098723e0abcd92caa0788061051c62d51cbe87d9cf1974d8",
     "instruct-2507": "64f85b198065d0fba2a81f37e10ed68161ce2c19a754c7100e67e0ca2ee9c326",
     "thinking-2507": "3802169b2a02b81e6adb7ab4f64f91ff02db753c8c3a64a01c35192d3a61d8d7",
+    # Qwen3-Coder-30B-A3B-Instruct@b2cff646 chat_template.jinja (6,211 bytes; docs/MODELS.md).
+    "coder": "5a38bfa05833266240066aedc497decc9b00cc0d3e3b8cceea98cf530196ab06",
 }
 
 
-def published_template(sheet_path, sha256):
+def published_template(sheet_path, sha256, template_file=None):
+    if template_file:
+        text = open(template_file, "rb").read()
+        if hashlib.sha256(text).hexdigest() != sha256:
+            sys.exit(f"{template_file}: its SHA-256 is not the published {sha256}")
+        return text.decode("utf-8")
     sheet = open(sheet_path, encoding="utf-8").read()
     for block in re.findall(r"^````jinja\n([\s\S]*?)\n````$", sheet, re.M):
         if hashlib.sha256(block.encode("utf-8")).hexdigest() == sha256:
@@ -61,10 +70,15 @@ def transformers_environment():
     return env
 
 
-def as_template_sees_it(messages):
+def as_template_sees_it(messages, variant):
     """Kipp's documented normalization, before the template."""
     out = []
     for m in copy.deepcopy(messages):
+        if variant == "coder":
+            for c in m.get("tool_calls") or []:
+                function = c.get("function", c)
+                if isinstance(function["arguments"], str):
+                    function["arguments"] = json.loads(function["arguments"])
         if m["role"] == "developer":
             m["role"] = "system"
         if isinstance(m.get("content"), list):
@@ -97,7 +111,18 @@ CALENDAR = {"type": "function", "function": {
         "attendees": {"type": "array", "items": {"type": "string", "format": "email"}},
         "notes": {"anyOf": [{"type": "string"}, {"type": "null"}]}}}}}
 NO_PARAMS = {"type": "function", "function": {"name": "now", "description": "The time, «now»."}}
-TOOLSETS = [[WEATHER], [WEATHER, SEARCH], [SEARCH, CALENDAR, NO_PARAMS], [NO_PARAMS], [CALENDAR]]
+# What Qwen3-Coder's template prints through str() and trim: a type list, padded descriptions
+# (Unicode spaces too), booleans, nulls and nested values among a parameter's other keys.
+PATCH = {"type": "function", "function": {
+    "name": "apply_patch", "description": "\u00a0 Apply a unified diff.\n\n",
+    "parameters": {"type": "object", "properties": {
+        "path": {"type": ["string", "null"], "description": "  file 'path' \t"},
+        "diff": {"type": "string", "description": "The diff.", "examples": ["--- a\n+++ b"]},
+        "dry_run": {"type": "boolean", "default": False, "nullable": None},
+        "context": {"description": "no type", "x-order": 3.5}},
+        "required": ["diff"], "$defs": {"unused": {"type": "string"}}},
+    "x-vendor": {"id": 7}}}
+TOOLSETS = [[WEATHER], [WEATHER, SEARCH], [SEARCH, CALENDAR, NO_PARAMS], [NO_PARAMS], [CALENDAR], [PATCH, WEATHER]]
 
 ARGUMENT_VALUES = [
     {"city": "Paris"}, {"city": "São Paulo", "unit": "celsius"}, {"unit": "fahrenheit", "city": "New York"},
@@ -105,6 +130,7 @@ ARGUMENT_VALUES = [
     {"query": "big", "limit": 10000000000000000}, {"query": "f", "score": 2.0},
     {"title": "Stand-up", "when": {"start": "2026-12-02T09:00:00Z", "minutes": 15}, "attendees": ["a@b.co"]},
     {"title": "日本語の会議", "when": {}, "notes": None}, {}, {"nested": {"list": [1, 2.5, [True, False, None]]}},
+    {"diff": "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+new\n", "dry_run": True, "path": None},
 ]
 
 
@@ -148,6 +174,11 @@ def handwritten():
         ([NO_PARAMS, WEATHER], [sys_msg, user("time?"), {"role": "assistant", "content": "",
                                                           "tool_calls": [call("now", {}, False)]},
                                 {"role": "tool", "content": "12:00"}, {"role": "assistant", "content": "Noon."}]),
+        ([PATCH], [user("fix it"), {"role": "assistant", "content": "  \u3000Patching now.\n ", "tool_calls": [
+            call("apply_patch", ARGUMENT_VALUES[12], False)]}, {"role": "tool", "content": "applied"},
+            {"role": "assistant", "content": "Done."}]),
+        ([WEATHER], [sys_msg, {"role": "tool", "content": "a tool turn right after the system message"},
+                     user("then a user")]),
     ]
 
 
@@ -183,7 +214,8 @@ def generated(count, rng):
 
 def main():
     kipp, sheet, variant, model, scratch = sys.argv[1:6]
-    template = transformers_environment().from_string(published_template(sheet, TEMPLATES[variant]))
+    template_file = sys.argv[6] if len(sys.argv) > 6 else None
+    template = transformers_environment().from_string(published_template(sheet, TEMPLATES[variant], template_file))
     os.makedirs(scratch, exist_ok=True)
     conversations = handwritten() + generated(40, random.Random(20261202))
     settings = [([], {"add_generation_prompt": True}),
@@ -196,7 +228,7 @@ def main():
         with open(path, "w", encoding="utf-8") as f:
             json.dump({"model": "m", "messages": messages, "tools": tools}, f, ensure_ascii=False)
         for flags, context in settings:
-            expected = template.render(messages=as_template_sees_it(messages), tools=tools, **context)
+            expected = template.render(messages=as_template_sees_it(messages, variant), tools=tools, **context)
             run = subprocess.run([kipp, "template", "--model", model, "--messages", path, *flags], capture_output=True)
             checked += 1
             if run.returncode != 0:

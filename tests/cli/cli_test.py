@@ -25,7 +25,7 @@ class Registry(unittest.TestCase):
         run = kipp("registry", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         entries = json.loads(run.stdout)["checkpoints"]
-        self.assertEqual(len(entries), 31)
+        self.assertEqual(len(entries), 32)
         fields = {"id", "repository", "revision", "variant", "architecture", "layers", "hidden", "ffn", "q_heads",
                   "kv_heads",
                   "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
@@ -39,12 +39,13 @@ class Registry(unittest.TestCase):
         variants = {e["id"]: e["variant"] for e in entries}
         self.assertEqual(variants["qwen3-4b-instruct-2507"], "instruct-2507")
         self.assertEqual(variants["kipp-test/qwen3-tiny-untied"], "base")
+        self.assertEqual(variants["kipp-test/qwen3-coder-tiny"], "coder")
 
     def test_table_has_a_row_per_entry(self):
         run = kipp("registry")
         self.assertEqual(run.returncode, 0)
         rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
-        self.assertEqual(len(rows), 31)
+        self.assertEqual(len(rows), 32)
         self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
         self.assertRegex(run.stdout, r"qwen3-30b-a3b +instruct +8/128 +48 +2048 +768 +32/4 ")
 
@@ -425,7 +426,12 @@ class Chat(unittest.TestCase):
     def test_tools_a_forced_call_its_typed_result_and_the_answer_after_it(self):
         """`kipp chat --tools`: the model's call is shown, the typed result goes back as a tool turn,
         and the model answers again; the prompt of that answer is the template's rendering of the
-        whole loop (checked through `kipp template`)."""
+        whole loop (checked through `kipp template`). Also on Qwen3-Coder, whose calls are XML."""
+        for model in (self.MODEL, os.path.join(ARGS.chat_models, "qwen3-coder-tiny.bf16.gguf")):
+            with self.subTest(model=os.path.basename(model)):
+                self.forced_call_loop(model)
+
+    def forced_call_loop(self, model):
         scratch = tempfile.mkdtemp(dir=ARGS.scratch)
         tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
             "type": "object", "properties": {"city": {"type": "string", "maxLength": 10}},
@@ -433,7 +439,7 @@ class Chat(unittest.TestCase):
         tools_file = os.path.join(scratch, "tools.json")
         with open(tools_file, "w") as f:
             json.dump(tools, f)
-        run = subprocess.run([ARGS.kipp, "chat", "--model", self.MODEL, "--tools", tools_file, "--tool-choice",
+        run = subprocess.run([ARGS.kipp, "chat", "--model", model, "--tools", tools_file, "--tool-choice",
                               "get_weather", "--no-thinking", "-n", "300", "--seed", "3"],
                              input="Weather in Paris?\n{\"temp\": 21}\n/exit\n", capture_output=True, text=True,
                              timeout=300)
@@ -451,7 +457,7 @@ class Chat(unittest.TestCase):
         # conversation (the call and the typed result after it).
         reused = int(stats[1].strip("[").split(" ")[0])
         self.assertGreater(reused, 100, stats[1])
-        bad = subprocess.run([ARGS.kipp, "chat", "--model", self.MODEL, "--tools", tools_file, "--tool-choice", "other"],
+        bad = subprocess.run([ARGS.kipp, "chat", "--model", model, "--tools", tools_file, "--tool-choice", "other"],
                              input="", capture_output=True, text=True, timeout=60)
         self.assertEqual(bad.returncode, 1)
         self.assertIn("'other'", bad.stderr)

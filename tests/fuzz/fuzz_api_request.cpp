@@ -3,11 +3,15 @@
 // messages, '3' Anthropic count_tokens, '4' OpenAI responses, '5' responses input_tokens), the
 // rest is the body, read with the server's default
 // limits. Whatever it accepts goes on as the server takes it: chat prompts are rendered for each
-// chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked.
+// chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked;
+// the tools also in Qwen3-Coder's XML form (its forced-call grammar, and the body read as a call).
 #include <cstdint>
 #include <string_view>
 
 #include "chat/chat_template.h"
+#include "chat/coder_call_grammar.h"
+#include "chat/coder_calls.h"
+#include "grammar/matcher.h"
 #include "fuzz_support.h"
 #include "registry/registry.h"
 #include "server/anthropic_request.h"
@@ -45,10 +49,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request->endpoint != Endpoint::completions) {
     kipp::ChatOptions options;  // as ApiServer::prompts_for renders
     options.enable_thinking = request->enable_thinking.value_or(true);
-    for (const kipp::ChatTool& tool : request->tools) options.tools.push_back(tool.line);
-    for (kipp::Variant variant : {kipp::Variant::instruct, kipp::Variant::instruct_2507, kipp::Variant::thinking_2507})
+    for (const kipp::ChatTool& tool : request->tools) options.tools.push_back(tool.declaration);
+    for (kipp::Variant variant :
+         {kipp::Variant::instruct, kipp::Variant::instruct_2507, kipp::Variant::thinking_2507, kipp::Variant::coder})
       (void)kipp::render_chat(variant, request->messages, options);
   }
   if (request->structured) kipp::fuzz::walk_automaton(*request->structured->automaton, input->body);
+  // The same tools in Qwen3-Coder's form: its forced call's grammar walked, the body read as a call.
+  if (!request->tools.empty()) {
+    if (auto coder = kipp::coder_forced_call(request->tools, "", request->json_form); coder.ok())
+      if (auto automaton = kipp::grammar::Automaton::create(std::move(coder->grammar)); automaton.ok())
+        kipp::fuzz::walk_automaton(**automaton, input->body);
+    (void)kipp::read_coder_call(input->body, request->tools);
+  }
   return 0;
 }

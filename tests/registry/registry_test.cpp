@@ -10,7 +10,7 @@
 namespace kipp {
 namespace {
 
-TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndTenTestEntries) {
+TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndElevenTestEntries) {
   int real = 0, synthetic = 0;
   std::set<std::string_view> ids;
   for (const Checkpoint& c : all_checkpoints()) {
@@ -20,8 +20,8 @@ TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndTenTestEntries) {
     EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
   }
   EXPECT_EQ(real, 21);       // 13 dense, 8 mixture-of-experts
-  EXPECT_EQ(synthetic, 10);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, the 0.6B, 4B, 8B shapes, and the
-                             // MoE tiny and 30B-A3B shape
+  EXPECT_EQ(synthetic, 11);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, the 0.6B, 4B, 8B shapes, and the
+                             // MoE tiny, Coder tiny and 30B-A3B shape
   EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
 }
 

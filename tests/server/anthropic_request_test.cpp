@@ -32,7 +32,7 @@ Json fixture() {
 std::string rendered(const ApiRequest& request) {
   ChatOptions options;
   options.enable_thinking = request.enable_thinking.value_or(true);
-  for (const ChatTool& tool : request.tools) options.tools.push_back(tool.line);
+  for (const ChatTool& tool : request.tools) options.tools.push_back(tool.declaration);
   auto prompt = render_chat(Variant::instruct, request.messages, options);
   EXPECT_TRUE(prompt) << prompt.error().message;
   return prompt ? *prompt : "";

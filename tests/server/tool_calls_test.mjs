@@ -21,8 +21,9 @@ if (!thinkingModel) {
   process.exit(2);
 }
 // The registry id of the instruct artifact, which is named after it (the suite also runs on
-// kipp-test/qwen3-moe-tiny).
+// kipp-test/qwen3-moe-tiny, and on kipp-test/qwen3-coder-tiny, whose calls are XML).
 const MODEL = `kipp-test/${instructModel.split('/').pop().split('.')[0]}`;
+const CODER = MODEL.includes('coder');  // calls in Qwen3-Coder's XML form
 const TOOL_CALL_TOKEN = 151657;  // <tool_call> in the Qwen3 vocabulary
 const NO_THINKING = { chat_template_kwargs: { enable_thinking: false } };
 const WEATHER = { type: 'function', function: { name: 'get_weather', description: 'Weather for a city',
@@ -83,10 +84,13 @@ describe('tool calling through the openai client', () => {
 
   test('tool_choice required: a call that validates, streamed deltas equal the message', async () => {
     for (const seed of [1, 2, 3]) {
-      const answer = await ask({ tool_choice: 'required', seed });
+      const answer = await ask({ tool_choice: 'required', seed, logprobs: true });
       const choice = answer.choices[0];
       assert.equal(choice.finish_reason, 'tool_calls', JSON.stringify(choice.message));
       checkCalls(choice.message.tool_calls, ['get_weather', 'now']);
+      // The call as written: Qwen3-Coder's XML form, or the JSON object of the other checkpoints.
+      const raw = choice.logprobs.content.map((t) => t.token).join('');
+      assert.match(raw, CODER ? /^<tool_call>\n<function=(get_weather|now)>\n/ : /^<tool_call>\s*\{"(name|arguments)"/, raw);
       const streamed = await reassemble(await ask({ tool_choice: 'required', seed, stream: true }));
       assert.equal(streamed.finish, 'tool_calls');
       assert.equal(streamed.message.content, choice.message.content ?? '');

@@ -74,6 +74,7 @@ const std::map<std::string_view, std::string_view> kTestEntryLayouts = {
     {"kipp-test/qwen3-4b-shape", "qwen3-4b"},
     {"kipp-test/qwen3-8b-shape", "qwen3-8b"},
     {"kipp-test/qwen3-moe-tiny", "qwen3-30b-a3b"},
+    {"kipp-test/qwen3-coder-tiny", "qwen3-coder-30b-a3b-instruct"},
     {"kipp-test/qwen3-30b-a3b-shape", "qwen3-30b-a3b"},
 };
 
