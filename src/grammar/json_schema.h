@@ -42,7 +42,9 @@
 // without additionalProperties allows only keys matching its patterns; items past a prefix
 // (prefixItems, or items as an array) that nothing describes (items, additionalItems,
 // unevaluatedItems) are written only as far as minItems needs them. An object schema that names
-// no member keeps any members: it asks for an open object. Whitespace is what Python's json.dumps
+// no member keeps any members: it asks for an open object. An integer is written as plain digits
+// (no fraction of zeros, no exponent), so that no model can write 0.000… for ever where an integer
+// is asked for. Whitespace is what Python's json.dumps
 // writes, the form of the chat template's own JSON: at most one space after each ',' and ':', none
 // elsewhere (so the compact form too). `kipp grammar --check` validates with the exact form.
 #pragma once

@@ -129,6 +129,7 @@ class NumberAutomaton {
         if (digit) return int_digit(s, d);
         [[fallthrough]];
       case kZero:
+        if (c_.integer && c_.plain_integers) return std::nullopt;
         if (byte == '.') {
           finish_int(s);
           s.phase = kDot;

@@ -39,6 +39,9 @@ struct NumberBound {
 
 struct NumberConstraints {
   bool integer = false;  // only integer values (1.0 is one)
+  // Integers written as plain digits only, never with a fraction of zeros or an exponent (the tidy
+  // form: a generating model cannot run on writing 0.000… for ever).
+  bool plain_integers = false;
   std::optional<NumberBound> lower, upper;
   std::optional<Decimal> multiple_of;  // positive
 };

@@ -27,6 +27,7 @@ void tighten(std::optional<NumberBound>& bound, NumberBound candidate, int direc
 Result<std::optional<RuleId>> Compiler::number_rule_of(const View& view, bool integer_only) {
   NumberConstraints constraints;
   constraints.integer = integer_only;
+  constraints.plain_integers = options_.form == JsonForm::tidy;
   struct Side {
     const char* inclusive;
     const char* exclusive;

@@ -320,6 +320,28 @@ TEST(JsonSchemaTidyForm, WhitespaceIsJsonDumpsSpacingOrNone) {
   EXPECT_TRUE(exact.accepts(R"({ "a" :  [ 1 ] })"));
 }
 
+// Integers: plain digits, so that no zero can be written for ever; the exact form keeps the rest.
+TEST(JsonSchemaTidyForm, IntegersArePlainDigits) {
+  const char* schema = R"({"type": "integer", "minimum": 0, "maximum": 120})";
+  const Compiled tidy(schema, tidy_form()), exact(schema);
+  ASSERT_TRUE(tidy.ok() && exact.ok());
+  for (const char* plain : {"0", "7", "120", "-0"}) EXPECT_TRUE(tidy.accepts(plain)) << plain;
+  for (const char* spelled : {"3.0", "-0.0", "-0.0000000000", "120.00"}) {
+    EXPECT_FALSE(tidy.accepts(spelled)) << spelled;
+    EXPECT_TRUE(exact.accepts(spelled)) << spelled;
+  }
+  // Exponents: the exact form allows them where no bound but 0 applies.
+  const Compiled tidy_any(R"({"type": "integer"})", tidy_form()), exact_any(R"({"type": "integer"})");
+  ASSERT_TRUE(tidy_any.ok() && exact_any.ok());
+  for (const char* spelled : {"1e2", "1.0e2"}) {
+    EXPECT_FALSE(tidy_any.accepts(spelled)) << spelled;
+    EXPECT_TRUE(exact_any.accepts(spelled)) << spelled;
+  }
+  const Compiled number(R"({"type": "number", "minimum": 0})", tidy_form());
+  ASSERT_TRUE(number.ok());
+  EXPECT_TRUE(number.accepts("3.0")) << "numbers keep their fractions (json.dumps writes 3.0)";
+}
+
 // Members: only those listed, unless the schema asks for others or needs them.
 TEST(JsonSchemaTidyForm, UnlistedMembersOnlyWhereTheSchemaAsksOrNeeds) {
   const std::string listed = R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}})";

@@ -23,7 +23,8 @@ if (!scratch) {
   console.error('usage: fleet_test.mjs KIPP MODEL SCRATCH_DIR');
   process.exit(2);
 }
-const MODEL = 'kipp-test/qwen3-tiny';
+// The registry id of the artifact, which is named after it (the suite also runs on kipp-test/qwen3-moe-tiny).
+const MODEL = `kipp-test/${model.split('/').pop().split('.')[0]}`;
 const PORT = 15000 + (process.pid % 400) * 10;  // below the ephemeral range other tests' port 0 draws from
 const DIR = `${scratch}/fleet-${PORT}`;
 const URL = `http://127.0.0.1:${PORT}`;
