@@ -322,6 +322,23 @@ TEST_P(BackendContract, MultiRowLogitsEqualPositionByPosition) {
   expect_same_rows(eval(*all, ids, 34), expected, "every row of one call");
 }
 
+// A prompt longer than the cpu backend's passes (128 tokens, 512 for a mixture of experts) in one
+// call, and the same prompt in uneven chunks: the last rows are the same, so pass boundaries (and
+// how many tokens each expert gets in a pass) change nothing.
+TEST_P(BackendContract, APromptOverSeveralPassesEqualsItInChunks) {
+  const std::vector<uint32_t> ids = prompt(600, 18);
+  auto whole = session(600);
+  const std::vector<float> at_once = eval(*whole, ids, 3);
+  auto chunked = session(600);
+  std::vector<float> last;
+  for (size_t start = 0; start < ids.size(); start += 97) {
+    const size_t length = std::min<size_t>(97, ids.size() - start);
+    const bool final_chunk = start + length == ids.size();
+    last = eval(*chunked, std::span(ids).subspan(start, length), final_chunk ? 3 : 0);
+  }
+  expect_same_rows(at_once, last, "the last three rows of 600 tokens, at once and in chunks of 97");
+}
+
 TEST_P(BackendContract, MultiItemEvalEqualsEachAlone) {
   // Different sessions, lengths and shapes: a fresh prefill, a decode token after 20, a 10-token
   // chunk with 3 rows after 33, and a decode token at a block boundary after 64.

@@ -1,5 +1,5 @@
 // cpu: the fast CPU backend. The same nine steps as cpu-ref (numbered alike below), over a batch
-// of tokens at once (all items of an eval call packed together, up to kMaxBatchTokens per pass),
+// of tokens at once (all items of an eval call packed together, up to tokens_per_pass() per pass),
 // so every weight matrix is streamed once per pass for all of them. Norms, SiLU, RoPE and KV
 // addressing are cpu-ref's own functions; what differs is the products and attention, which run
 // in the kernel set chosen at load (kernels.h) on a persistent thread pool. Each output element
@@ -26,8 +26,10 @@ namespace kipp::cpu {
 namespace {
 
 // Tokens per pass: enough to amortize each weight read over a prefill tile, small enough that
-// the activations stay within a few MiB.
-constexpr uint32_t kMaxBatchTokens = 128;
+// the activations stay within a few MiB. A mixture of experts spreads a pass over its experts
+// (8 of 128 per token), so it takes four times as many: each expert then gets about 32 tokens of
+// a 512-token prefill at once instead of 8 in each of four passes.
+uint32_t tokens_per_pass(const Checkpoint& c) { return c.is_moe() ? 512 : 128; }
 
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
 
@@ -52,21 +54,22 @@ class Model final : public HostBackendModel {
         int8_activations_(options.int8_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
-        x_(kMaxBatchTokens, c_.hidden),
-        x_norm_(kMaxBatchTokens, c_.hidden, true),
-        q_(kMaxBatchTokens, c_.attention_width()),
-        k_new_(kMaxBatchTokens, c_.kv_width()),
-        v_new_(kMaxBatchTokens, c_.kv_width()),
-        attention_(kMaxBatchTokens, c_.attention_width(), true),
-        projected_(kMaxBatchTokens, c_.hidden),
-        gate_(kMaxBatchTokens, c_.is_moe() ? 0 : c_.ffn, true),
-        up_(kMaxBatchTokens, c_.is_moe() ? 0 : c_.ffn),
-        rope_(kMaxBatchTokens, c_.head_dim()),
-        logit_rows_(kMaxBatchTokens),
+        x_(tokens_per_pass(c_), c_.hidden),
+        x_norm_(tokens_per_pass(c_), c_.hidden, true),
+        q_(tokens_per_pass(c_), c_.attention_width()),
+        k_new_(tokens_per_pass(c_), c_.kv_width()),
+        v_new_(tokens_per_pass(c_), c_.kv_width()),
+        attention_(tokens_per_pass(c_), c_.attention_width(), true),
+        projected_(tokens_per_pass(c_), c_.hidden),
+        gate_(tokens_per_pass(c_), c_.is_moe() ? 0 : c_.ffn, true),
+        up_(tokens_per_pass(c_), c_.is_moe() ? 0 : c_.ffn),
+        rope_(tokens_per_pass(c_), c_.head_dim()),
+        logit_rows_(tokens_per_pass(c_)),
         attention_runner_(c_, pool_, kernels_, kv_format_) {
-    batch_.reserve(kMaxBatchTokens);
-    queries_.reserve(kMaxBatchTokens);
-    if (c_.is_moe()) experts_ = std::make_unique<ExpertMixer>(c_, pool_, kernels_, int8_activations_, kMaxBatchTokens);
+    batch_.reserve(tokens_per_pass(c_));
+    queries_.reserve(tokens_per_pass(c_));
+    if (c_.is_moe())
+      experts_ = std::make_unique<ExpertMixer>(c_, pool_, kernels_, int8_activations_, tokens_per_pass(c_));
   }
 
   std::string name() const override { return "cpu"; }
@@ -94,7 +97,7 @@ class Model final : public HostBackendModel {
       for (uint32_t i = 0; i < count; ++i) {
         float* logits = i >= first_row ? item.logits + size_t(i - first_row) * c_.vocab() : nullptr;
         batch_.push_back({kv, item.tokens[i], item.start_position + i, logits});
-        if (batch_.size() == kMaxBatchTokens) run_pass();
+        if (batch_.size() == tokens_per_pass(c_)) run_pass();
       }
     }
     if (!batch_.empty()) run_pass();
