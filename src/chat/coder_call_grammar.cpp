@@ -11,7 +11,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 using grammar::ByteSet;
 using grammar::GrammarBuilder;
-using grammar::Item;
 using grammar::RuleId;
 using grammar::Sequence;
 

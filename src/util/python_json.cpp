@@ -21,30 +21,8 @@ void append(std::string& out, const nlohmann::ordered_json& value) {
     case nlohmann::json::value_t::number_unsigned: out += std::to_string(value.get<uint64_t>()); break;
     case nlohmann::json::value_t::number_float: out += python_float_repr(value.get<double>()); break;
     case nlohmann::json::value_t::string: append_string(out, value.get_ref<const std::string&>()); break;
-    case nlohmann::json::value_t::array: {
-      out += '[';
-      bool first = true;
-      for (const auto& item : value) {
-        if (!first) out += ", ";
-        first = false;
-        append(out, item);
-      }
-      out += ']';
-      break;
-    }
-    case nlohmann::json::value_t::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [key, item] : value.items()) {
-        if (!first) out += ", ";
-        first = false;
-        append_string(out, key);
-        out += ": ";
-        append(out, item);
-      }
-      out += '}';
-      break;
-    }
+    case nlohmann::json::value_t::array:
+    case nlohmann::json::value_t::object: append_python_container(out, value, append, append_string); break;
     case nlohmann::json::value_t::binary:
     case nlohmann::json::value_t::discarded: out += "null"; break;
   }
@@ -106,6 +84,31 @@ std::string escape_json_string(std::string_view utf8) {
     }
   }
   return out;
+}
+
+void append_python_container(std::string& out, const nlohmann::ordered_json& value,
+                             const std::function<void(std::string&, const nlohmann::ordered_json&)>& item,
+                             const std::function<void(std::string&, const std::string&)>& key) {
+  bool first = true;
+  if (value.is_array()) {
+    out += '[';
+    for (const auto& element : value) {
+      if (!first) out += ", ";
+      first = false;
+      item(out, element);
+    }
+    out += ']';
+    return;
+  }
+  out += '{';
+  for (const auto& [name, member] : value.items()) {
+    if (!first) out += ", ";
+    first = false;
+    key(out, name);
+    out += ": ";
+    item(out, member);
+  }
+  out += '}';
 }
 
 std::string python_json_dumps(const nlohmann::ordered_json& value) {

@@ -6,6 +6,7 @@
 // Python dict keeps the client's key order.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,13 @@
 namespace kipp {
 
 std::string python_json_dumps(const nlohmann::ordered_json& value);
+
+// A list or dict as Python spells it in both json.dumps and repr(): "[a, b]" and "{k: v, ...}",
+// each item and key appended by the caller (the two differ only in how scalars and keys print).
+// `value` is an array or an object.
+void append_python_container(std::string& out, const nlohmann::ordered_json& value,
+                             const std::function<void(std::string&, const nlohmann::ordered_json&)>& item,
+                             const std::function<void(std::string&, const std::string&)>& key);
 
 // A string's contents (without the quotes) as json.dumps(ensure_ascii=False) writes them, which
 // is also the compact form the JSON Schema grammars accept: \" \\ and the short escapes, other

@@ -70,28 +70,12 @@ void append_python(std::string& out, const nlohmann::ordered_json& value, bool n
       if (nested) append_repr(out, value.get_ref<const std::string&>());
       else out += value.get_ref<const std::string&>();
       break;
-    case nlohmann::json::value_t::array: {
-      out += '[';
-      for (size_t i = 0; i < value.size(); ++i) {
-        if (i > 0) out += ", ";
-        append_python(out, value[i], true);
-      }
-      out += ']';
+    case nlohmann::json::value_t::array:
+    case nlohmann::json::value_t::object:
+      append_python_container(
+          out, value, [](std::string& to, const nlohmann::ordered_json& item) { append_python(to, item, true); },
+          append_repr);
       break;
-    }
-    case nlohmann::json::value_t::object: {
-      out += '{';
-      bool first = true;
-      for (const auto& [key, item] : value.items()) {
-        if (!first) out += ", ";
-        first = false;
-        append_repr(out, key);
-        out += ": ";
-        append_python(out, item, true);
-      }
-      out += '}';
-      break;
-    }
     case nlohmann::json::value_t::binary:
     case nlohmann::json::value_t::discarded: out += "None"; break;
   }
