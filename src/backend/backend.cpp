@@ -41,6 +41,7 @@ Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, cons
                                                      const BackendOptions& options) {
   if (name == "cpu") return create_cpu_backend(model, options);
   if (options.int8_activations) return fail("--int8-activations applies to the cpu backend only, not ", name);
+  if (options.bf16_activations) return fail("--bf16-activations applies to the cpu backend only, not ", name);
   if (!options.cpu_isa.empty()) return fail("--cpu-isa applies to the cpu backend only, not ", name);
   if (!options.cuda_graphs && name != "cuda")
     return fail("--no-cuda-graphs applies to the cuda backend only, not ", name);

@@ -119,10 +119,11 @@ Result<std::unique_ptr<BackendModel>> create_cpu_ref_backend(const ModelFile& mo
 struct BackendOptions {
   unsigned threads = 0;                // CPU threads; 0 = one per physical core
   bool int8_activations = false;       // cpu: Q4_1 products take 8-bit block activations (cpu/kernels.h)
+  bool bf16_activations = false;       // cpu: BF16 products take x rounded to BF16 (the avx512bf16 set)
   KvFormat kv_cache = KvFormat::bf16;  // cpu and cpu-ref; cuda stores BF16 only
-  // cpu: "portable", "avx2", "avx512" or "amx" runs that kernel set (one the processor supports;
-  // on processors other than x86-64, only portable); empty runs the best it supports
-  // (cpu/cpu_features.h).
+  // cpu: "portable", "avx2", "avx512", "avx512bf16" or "amx" runs that kernel set (one the
+  // processor supports; on processors other than x86-64, only portable); empty runs the best it
+  // supports, or avx512bf16 with bf16_activations (cpu/cpu_features.h).
   std::string cpu_isa = {};
   bool cuda_graphs = true;  // cuda: replay captured decode steps; false launches every kernel
 };

@@ -20,6 +20,7 @@ struct BackendFlags {
   std::string name = std::string(backend_names()[0]);  // set another default before add_to
   unsigned threads = 0;                                // 0: one per physical core
   bool int8_activations = false;
+  bool bf16_activations = false;
   std::string kv_cache_name = "bf16";  // --kv-cache: bf16 or q8_0
   std::string cpu_isa = {};            // --cpu-isa: empty for the best the processor has
   bool no_cuda_graphs = false;

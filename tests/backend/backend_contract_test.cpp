@@ -22,12 +22,14 @@ struct Case {
   std::string backend;
   std::string model;
   KvFormat kv_cache = KvFormat::bf16;
-  std::string cpu_isa = {};     // cpu: a kernel set other than the detected one
-  std::string scheme = "bf16";  // the artifact: bf16, q8_0 or affine4_gs32
+  std::string cpu_isa = {};       // cpu: a kernel set other than the detected one
+  std::string scheme = "bf16";    // the artifact: bf16, q8_0 or affine4_gs32
+  bool bf16_activations = false;  // cpu: --bf16-activations
 };
 
 void PrintTo(const Case& c, std::ostream* out) {
-  *out << c.backend << " " << c.model << "." << c.scheme << " kv " << kv_format_name(c.kv_cache) << " " << c.cpu_isa;
+  *out << c.backend << " " << c.model << "." << c.scheme << " kv " << kv_format_name(c.kv_cache) << " " << c.cpu_isa
+       << (c.bf16_activations ? " bf16-activations" : "");
 }
 
 using testing::argmax;
@@ -45,6 +47,7 @@ class BackendContract : public ::testing::TestWithParam<Case> {
     BackendOptions options;
     options.kv_cache = c.kv_cache;
     options.cpu_isa = c.cpu_isa;
+    options.bf16_activations = c.bf16_activations;
     auto backend = create_backend(c.backend, *file_, options);
     ASSERT_TRUE(backend.ok()) << backend.error().message;
     backend_ = std::move(backend).value();
@@ -402,23 +405,27 @@ TEST_P(BackendContract, SessionsOutliveADestroyedModelSafely) {
 
 // Every backend with the BF16 cache; the backends that offer it with the Q8_0 cache as well, so
 // paging through scrambled tables, pooled sharing and cached decode against recomputation are
-// re-stated for it; and cpu with every kernel set below the detected one (portable always, avx2
-// where avx512 or amx is detected, avx512 where amx is), so each set's kernels keep the contract
-// on this machine. cpu also on the Q8_0 and Q4_1 artifacts with the detected set: their products
+// re-stated for it; and cpu with every other kernel set this processor runs (portable always,
+// avx2, avx512, avx512bf16 and amx where it has them), and avx512bf16 with --bf16-activations,
+// so each set's kernels keep the contract on this machine. cpu also on the Q8_0 and Q4_1 artifacts with the detected set: their products
 // take other kernels (on amx, tiles of 16 tokens beside vector tiles), and batches of every shape
 // against decode hold them to the same bits.
 std::vector<Case> cases() {
   std::vector<Case> all;
   const cpu::Isa detected = cpu::detected_isa();
+  std::vector<cpu::Isa> forced_sets;
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::avx512bf16, cpu::Isa::amx})
+    if (isa != detected && cpu::runs(isa)) forced_sets.push_back(isa);
   for (std::string_view backend : backend_names())
     for (const char* model : {"qwen3-tiny", "qwen3-tiny-untied"}) {
       for (const KvFormat kv : {KvFormat::bf16, KvFormat::q8_0}) {
         if (kv == KvFormat::q8_0 && backend == "cuda") continue;
         all.push_back({std::string(backend), model, kv});
         if (backend != "cpu") continue;
-        all.push_back({std::string(backend), model, kv, "portable"});
-        if (detected >= cpu::Isa::avx512) all.push_back({std::string(backend), model, kv, "avx2"});
-        if (detected == cpu::Isa::amx) all.push_back({std::string(backend), model, kv, "avx512"});
+        for (cpu::Isa isa : forced_sets)
+          all.push_back({std::string(backend), model, kv, std::string(cpu::isa_name(isa))});
+        if (cpu::runs(cpu::Isa::avx512bf16))
+          all.push_back({std::string(backend), model, kv, "avx512bf16", "bf16", true});
       }
       if (backend != "cpu") continue;
       for (const char* scheme : {"q8_0", "affine4_gs32"})
@@ -432,7 +439,10 @@ std::vector<Case> cases() {
     all.push_back({"cpu", "qwen3-moe-tiny", kv});
   }
   all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "portable"});
-  if (detected >= cpu::Isa::avx512) all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "avx2"});
+  if (cpu::runs(cpu::Isa::avx2) && detected != cpu::Isa::avx2)
+    all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "avx2"});
+  // BF16 weights packed by column pairs (and widened: a mixture of experts refuses --bf16-activations).
+  if (cpu::runs(cpu::Isa::avx512bf16)) all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "avx512bf16"});
   for (const char* scheme : {"q8_0", "affine4_gs32"})
     all.push_back({"cpu", "qwen3-moe-tiny", KvFormat::bf16, "", scheme});
   return all;
@@ -451,10 +461,22 @@ TEST(MixtureOfExperts, Int8ActivationsAreRefusedByName) {
       << refused.error().message;
 }
 
+TEST(MixtureOfExperts, Bf16ActivationsAreRefusedByName) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  BackendOptions bf16;
+  bf16.bf16_activations = true;
+  auto refused = create_backend("cpu", **file, bf16);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--bf16-activations is not offered for mixture-of-experts"), std::string::npos)
+      << refused.error().message;
+}
+
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& param_info) {
                            const Case& c = param_info.param;
-                           std::string name = c.backend + (c.cpu_isa.empty() ? "" : "_" + c.cpu_isa) + "_" + c.model +
+                           std::string name = c.backend + (c.cpu_isa.empty() ? "" : "_" + c.cpu_isa) +
+                                              (c.bf16_activations ? "_bf16_activations" : "") + "_" + c.model +
                                               (c.scheme == "bf16" ? "" : "_" + c.scheme) +
                                               (c.kv_cache == KvFormat::q8_0 ? "_kv_q8_0" : "");
                            std::replace(name.begin(), name.end(), '-', '_');

@@ -55,13 +55,43 @@ TEST(CpuFeatures, ForcedKernelSetIsCheckedAgainstTheProcessor) {
   EXPECT_EQ(portable.value(), cpu::Isa::portable);
   auto unknown = cpu::chosen_isa("sse9");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.error().message.find("--cpu-isa sse9: expected portable, avx2, avx512 or amx"), std::string::npos);
-  if (cpu::detected_isa() != cpu::Isa::amx) {
-    auto beyond = cpu::chosen_isa("amx");
-    ASSERT_FALSE(beyond.ok());
-    EXPECT_NE(beyond.error().message.find("this processor supports up to"), std::string::npos);
+  EXPECT_NE(unknown.error().message.find("--cpu-isa sse9: expected portable, avx2, avx512, avx512bf16 or amx"),
+            std::string::npos);
+  for (cpu::Isa isa : {cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::avx512bf16, cpu::Isa::amx}) {
+    auto forced = cpu::chosen_isa(cpu::isa_name(isa));
+    EXPECT_EQ(forced.ok(), cpu::runs(isa)) << cpu::isa_name(isa);
+    if (!forced.ok()) {
+      EXPECT_NE(forced.error().message.find("this processor cannot run it"), std::string::npos);
+    }
   }
   EXPECT_GE(cpu::physical_cores(), 1u);
+}
+
+// --bf16-activations takes the avx512bf16 set by itself, refuses any other named set, and is
+// refused by a processor without AVX512-BF16, each by name.
+TEST(CpuBackend, Bf16ActivationsTakeTheSetWithPairProducts) {
+  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-tiny.bf16.gguf");
+  ASSERT_TRUE(file.ok()) << file.error().message;
+  BackendOptions options;
+  options.bf16_activations = true;
+  auto chosen = create_backend("cpu", *file.value(), options);
+  if (cpu::runs(cpu::Isa::avx512bf16)) {
+    ASSERT_TRUE(chosen.ok()) << chosen.error().message;
+    EXPECT_NE(chosen.value()->describe().find("avx512bf16 kernels"), std::string::npos) << chosen.value()->describe();
+    EXPECT_NE(chosen.value()->describe().find("BF16 activations"), std::string::npos) << chosen.value()->describe();
+  } else {
+    ASSERT_FALSE(chosen.ok());
+    EXPECT_NE(chosen.error().message.find("--bf16-activations needs AVX512-BF16"), std::string::npos)
+        << chosen.error().message;
+  }
+  options.cpu_isa = "portable";
+  auto refused = create_backend("cpu", *file.value(), options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--bf16-activations needs the avx512bf16 kernel set, not portable"),
+            std::string::npos)
+      << refused.error().message;
+  options.cpu_isa = {};
+  EXPECT_FALSE(create_backend("cpu-ref", *file.value(), options).ok());
 }
 
 TEST(CpuBackend, ResultsDoNotDependOnTheThreadCount) {

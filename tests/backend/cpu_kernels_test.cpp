@@ -1,10 +1,11 @@
-// Every kernel table this processor can run (portable, avx2, avx512, amx), each kernel against its
+// Every kernel table this processor can run (portable, avx2, avx512, avx512bf16, amx), each kernel against its
 // scalar twin, on shapes that hit every row tile, single-vector row tail, token tile, token tail,
 // column block and attention chunk edge:
 //   - quantized products (Q8_0 x int16, Q4_1 x int16, Q4_1 x int8 blocks) against a twin written
 //     from the formats' definitions (quant/blocks.h, kernels.h), which sums the same integers in
 //     int64 and applies the scales in double;
-//   - FP32 and BF16 products against cpu-ref's matvec;
+//   - FP32 and BF16 products against cpu-ref's matvec, and BF16 pair products (avx512bf16)
+//     against the exact product of the weights and the activations rounded to BF16;
 //   - attention (both KV formats, through a scrambled block table, chunks folded) against
 //     cpu-ref's attend_gqa.
 //   - the activation quantizers against scalar twins written from their definitions (kernels.h),
@@ -45,8 +46,8 @@ constexpr double kUnit = 0x1p-24;  // FP32's unit roundoff
 
 std::vector<cpu::Isa> runnable_sets() {
   std::vector<cpu::Isa> sets;
-  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::amx})
-    if (int(isa) <= int(cpu::detected_isa())) sets.push_back(isa);
+  for (cpu::Isa isa : {cpu::Isa::portable, cpu::Isa::avx2, cpu::Isa::avx512, cpu::Isa::avx512bf16, cpu::Isa::amx})
+    if (cpu::runs(isa)) sets.push_back(isa);
   return sets;
 }
 
@@ -70,18 +71,18 @@ std::vector<uint8_t> random_blocks(WeightFormat format, uint32_t rows, uint32_t 
 }
 
 // A kRows x cols matrix of random weights: its ggml blocks (what twins read) and its copy packed
-// for kernels with `lanes`-float vectors (what `view` describes; null if packing failed).
+// in a kernel set's layout (what `view` describes; null if packing failed).
 struct RandomMatrix {
   std::vector<uint8_t> blocks;
   std::unique_ptr<uint8_t[]> packed;
   cpu::PackedMatrix view;
 };
 
-RandomMatrix random_packed(WeightFormat format, uint32_t cols, uint32_t lanes, std::mt19937& rng) {
+RandomMatrix random_packed(WeightFormat format, uint32_t cols, const cpu::PackingLayout& layout, std::mt19937& rng) {
   RandomMatrix m{random_blocks(format, kRows, cols, rng), nullptr, {}};
   const WeightView mapped{m.blocks.data(), format, kRows, cols, m.blocks.size()};
   cpu::ThreadPool pool(1);
-  auto packed = cpu::pack_matrix(mapped, pool, lanes);
+  auto packed = cpu::pack_matrix(mapped, pool, layout);
   if (!packed.ok()) {
     ADD_FAILURE() << packed.error().message;
     return m;
@@ -147,7 +148,7 @@ Twin twin(WeightFormat format, cpu::ActivationForm form, const std::vector<uint8
 void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form, uint32_t cols) {
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   std::mt19937 rng(cols * 7 + uint32_t(format));
-  const RandomMatrix matrix = random_packed(format, cols, kernels.lanes, rng);
+  const RandomMatrix matrix = random_packed(format, cols, kernels.packing, rng);
   ASSERT_TRUE(matrix.packed);
   const std::vector<uint8_t>& weights = matrix.blocks;
   const cpu::PackedMatrix& view = matrix.view;
@@ -179,6 +180,7 @@ void check_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form,
     const cpu::MatmulArgs args{&view,
                                form,
                                x.data(),
+                               nullptr,
                                x16.data(),
                                x_scale.data(),
                                x16_block_sum.data(),
@@ -233,16 +235,15 @@ TEST(CpuKernels, QuantizedProductsEqualTheirScalarTwinInEverySet) {
 // set quantizes the activations itself (the same definition, so the same bits); the rows are
 // taken whole and from an offset, as threads take them.
 TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
-  if (cpu::detected_isa() != cpu::Isa::amx)
-    GTEST_SKIP() << "this processor has no AMX tiles, or Linux did not grant them";
+  if (!cpu::runs(cpu::Isa::amx)) GTEST_SKIP() << "this processor has no AMX tiles, or Linux did not grant them";
   const cpu::Kernels& tiles = cpu::kernels_for(cpu::Isa::amx);
   const cpu::Kernels& vectors = cpu::kernels_for(cpu::Isa::avx512);
-  ASSERT_EQ(tiles.lanes, vectors.lanes);  // one packed copy serves both
+  ASSERT_EQ(tiles.packing.lanes, vectors.packing.lanes);  // one packed copy serves both
   constexpr uint32_t kTokens = 37;
   for (WeightFormat format : {WeightFormat::q8_0, WeightFormat::affine4})
     for (uint32_t cols : {32u, 96u, 1024u, 3072u}) {
       std::mt19937 rng(cols * 13 + uint32_t(format));
-      const RandomMatrix matrix = random_packed(format, cols, tiles.lanes, rng);
+      const RandomMatrix matrix = random_packed(format, cols, tiles.packing, rng);
       ASSERT_TRUE(matrix.packed);
       const cpu::PackedMatrix& view = matrix.view;
       std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -272,7 +273,7 @@ TEST(CpuKernels, TileProductsHaveTheVectorTilesBits) {
             std::vector<float> out(size_t(tokens) * kRows, NAN);
             std::vector<float*> rows(tokens);
             for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
-            kernels.matmul({&view, cpu::ActivationForm::int16, x.data(), q.x16.data(), q.scale.data(),
+            kernels.matmul({&view, cpu::ActivationForm::int16, x.data(), nullptr, q.x16.data(), q.scale.data(),
                             q.block_sum.data(), q.planes.data(), nullptr, nullptr, nullptr, cols, tokens, rows.data(),
                             row_begin, kRows, cpu::fp16_table()});
             return out;
@@ -303,11 +304,15 @@ struct Worst {
   }
 };
 
-// FP32 and BF16 weights: the kernel against cpu-ref's matvec on the same unpacked weights. Both
-// sum cols products of exactly representable factors in FP32, cpu-ref in column order (at most
-// cols roundings), the kernel per lane then in a fixed tree (fewer); each is within
-// (cols + 2) u sum|w x| of the exact value, so they are within twice that of each other.
-void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
+// FP32 and BF16 weights times x (form f32): the kernel against cpu-ref's matvec on the same
+// unpacked weights. Both sum cols products of exactly representable factors in FP32, cpu-ref in
+// column order (at most cols roundings), the kernel per lane then in a fixed tree (fewer); each
+// is within (cols + 2) u sum|w x| of the exact value, so they are within twice that of each other.
+// BF16 weights times x rounded to BF16 (form bf16, the set with pair products): the kernel
+// against the exact sum of the same products in double, its twin. Each product of two BF16
+// values is exact in FP32 and each is added with one rounding (a pair product rounds twice), so
+// the kernel is within (cols + 2) u sum|w x| of it, x here being the rounded activations.
+void check_dense_products(cpu::Isa isa, WeightFormat format, cpu::ActivationForm form, uint32_t cols) {
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   std::mt19937 rng(cols * 11 + uint32_t(format));
   std::normal_distribution<float> normal(0.0f, 0.02f);
@@ -327,7 +332,7 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
   }
   const WeightView plain{weights.data(), format, kRows, cols, weights.size()};
   cpu::ThreadPool pool(1);
-  auto packed = cpu::pack_matrix(plain, pool, kernels.lanes);
+  auto packed = cpu::pack_matrix(plain, pool, kernels.packing);
   ASSERT_TRUE(packed.ok()) << packed.error().message;
   const cpu::PackedMatrix view = cpu::packed_as(plain, packed.value().get());
 
@@ -336,45 +341,74 @@ void check_dense_products(cpu::Isa isa, WeightFormat format, uint32_t cols) {
   std::vector<float> x(size_t(kTokens) * cols);
   for (float& v : x) v = unit(rng);
   x[5] = -40.0f;
-  std::vector<float> expected(size_t(kTokens) * kRows);
-  for (uint32_t t = 0; t < kTokens; ++t) cpu_ref::matvec(plain, &x[size_t(t) * cols], &expected[size_t(t) * kRows]);
+  const bool rounded = form == cpu::ActivationForm::bf16;
+  std::vector<uint16_t> x_bf16(x.size());
+  std::vector<float> x_used = x;  // what the kernel multiplies: x, or x rounded to BF16
+  if (rounded) {
+    kernels.round_bf16(x.data(), uint32_t(x.size()), x_bf16.data());
+    for (size_t i = 0; i < x.size(); ++i) x_used[i] = bf16_to_f32(x_bf16[i]);
+  }
+  std::vector<double> expected(size_t(kTokens) * kRows);
+  for (uint32_t t = 0; t < kTokens; ++t) {
+    if (rounded) {
+      for (uint32_t r = 0; r < kRows; ++r) {
+        double sum = 0;
+        for (uint32_t c = 0; c < cols; ++c) sum += double(widened[size_t(r) * cols + c]) * x_used[size_t(t) * cols + c];
+        expected[size_t(t) * kRows + r] = sum;
+      }
+    } else {
+      std::vector<float> row(kRows);
+      cpu_ref::matvec(plain, &x[size_t(t) * cols], row.data());
+      std::copy(row.begin(), row.end(), expected.begin() + size_t(t) * kRows);
+    }
+  }
+  const double units = rounded ? cols + 2.0 : 2.0 * (cols + 2);
 
   for (uint32_t tokens = 1; tokens <= kTokens; ++tokens) {
     std::vector<float> out(size_t(tokens) * kRows, NAN);
     std::vector<float*> rows(tokens);
     for (uint32_t t = 0; t < tokens; ++t) rows[t] = &out[size_t(t) * kRows];
-    const cpu::MatmulArgs args{&view,       cpu::ActivationForm::f32,
-                               x.data(),    nullptr,
-                               nullptr,     nullptr,
-                               nullptr,     nullptr,
-                               nullptr,     nullptr,
-                               cols,        tokens,
-                               rows.data(), 0,
-                               kRows,       cpu::fp16_table()};
+    const cpu::MatmulArgs args{&view,   form,        x.data(), x_bf16.data(), nullptr,          nullptr,
+                               nullptr, nullptr,     nullptr,  nullptr,       nullptr,          cols,
+                               tokens,  rows.data(), 0,        kRows,         cpu::fp16_table()};
     kernels.matmul(args);
     Worst worst;
     for (uint32_t t = 0; t < tokens; ++t)
       for (uint32_t r = 0; r < kRows; ++r) {
         const float* w_row = &widened[size_t(r) * cols];
-        const float* x_row = &x[size_t(t) * cols];
+        const float* x_row = &x_used[size_t(t) * cols];
         double magnitude = 0;
         for (uint32_t c = 0; c < cols; ++c) magnitude += std::fabs(double(w_row[c]) * x_row[c]);
         char place[64];
         std::snprintf(place, sizeof place, "row %u, token %u", r, t);
-        worst.see(expected[size_t(t) * kRows + r], out[size_t(t) * kRows + r],
-                  2.0 * (cols + 2) * kUnit * magnitude + 1e-30, place);
+        worst.see(expected[size_t(t) * kRows + r], out[size_t(t) * kRows + r], units * kUnit * magnitude + 1e-30,
+                  place);
       }
-    EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << (format == WeightFormat::f32 ? " f32" : " bf16") << ", "
-                                 << cols << " columns, " << tokens << " tokens: worst at " << worst.where;
+    EXPECT_LE(worst.excess, 1.0) << cpu::isa_name(isa) << (format == WeightFormat::f32 ? " f32" : " bf16")
+                                 << (rounded ? " by BF16 x" : "") << ", " << cols << " columns, " << tokens
+                                 << " tokens: worst at " << worst.where;
   }
 }
 
 TEST(CpuKernels, DenseProductsEqualCpuRefInEverySet) {
   for (cpu::Isa isa : runnable_sets())
     for (uint32_t cols : {32u, 96u, 544u, 1024u}) {
-      check_dense_products(isa, WeightFormat::f32, cols);
-      check_dense_products(isa, WeightFormat::bf16, cols);
+      check_dense_products(isa, WeightFormat::f32, cpu::ActivationForm::f32, cols);
+      check_dense_products(isa, WeightFormat::bf16, cpu::ActivationForm::f32, cols);
     }
+}
+
+// The set with BF16 pair products (avx512bf16; skipped, and said to be, where the processor has no
+// AVX512-BF16): BF16 weights by activations rounded to BF16, against their exact twin.
+TEST(CpuKernels, Bf16PairProductsEqualTheirTwin) {
+  bool any = false;
+  for (cpu::Isa isa : runnable_sets()) {
+    if (!cpu::kernels_for(isa).round_bf16) continue;
+    any = true;
+    for (uint32_t cols : {32u, 96u, 544u, 1024u})
+      check_dense_products(isa, WeightFormat::bf16, cpu::ActivationForm::bf16, cols);
+  }
+  if (!any) GTEST_SKIP() << "this processor has no AVX512-BF16: no kernel set it runs has BF16 pair products";
 }
 
 // Attention of one query position over `positions` cached rows, in units of FP32's roundoff
@@ -537,9 +571,9 @@ void twin_quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* s
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
 
-// Every set's quantizers equal the definitions bit for bit: widths of one block to a 3,072-wide
-// FFN row, ties (values exactly between two steps), an outlier, an all-zero block, a NaN and an
-// infinity.
+// Every set's quantizers equal the definitions bit for bit (BF16 rounding: f32_to_bf16, cpu-ref's
+// own): widths of one block to a 3,072-wide FFN row, ties (values exactly between two steps), an
+// outlier, an all-zero block, a NaN, an infinity, an overflow and a subnormal.
 TEST(CpuKernels, QuantizersEqualTheirDefinitionInEverySet) {
   for (cpu::Isa isa : runnable_sets()) {
     const cpu::Kernels& kernels = cpu::kernels_for(isa);
@@ -558,6 +592,10 @@ TEST(CpuKernels, QuantizersEqualTheirDefinitionInEverySet) {
         if (variant == 4) {
           x[7] = std::nanf("");
           x[n - 1] = INFINITY;
+          x[8] = 3.4e38f;       // rounds past BF16's largest finite value, to infinity
+          x[9] = -1e-40f;       // subnormal
+          x[10] = 1.00390625f;  // 1 + 2^-8: a tie, to even (1)
+          x[11] = 1.01171875f;  // 1 + 3 x 2^-8: a tie, to even (1 + 2^-6)
         }
         std::vector<int16_t> q16(n), twin16(n);
         std::vector<float> sums16(n / 32), twin_sums16(n / 32);
@@ -582,6 +620,13 @@ TEST(CpuKernels, QuantizersEqualTheirDefinitionInEverySet) {
           ASSERT_TRUE(same_bits(scales8[b], twin_scales8[b]) && same_bits(sums8[b], twin_sums8[b]))
               << cpu::isa_name(isa) << " int8 blocks, block " << b << ": scale " << scales8[b] << " vs "
               << twin_scales8[b] << ", sum " << sums8[b] << " vs " << twin_sums8[b];
+
+        if (!kernels.round_bf16) continue;  // no BF16 pair products in this set
+        std::vector<uint16_t> b16(n);
+        kernels.round_bf16(x.data(), n, b16.data());
+        for (uint32_t i = 0; i < n; ++i)
+          ASSERT_EQ(b16[i], f32_to_bf16(x[i])) << cpu::isa_name(isa) << " BF16, n " << n << " variant " << variant
+                                               << ", element " << i << " of value " << x[i];
       }
   }
 }

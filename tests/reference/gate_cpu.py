@@ -2,7 +2,8 @@
 """Gate: the fast `cpu` backend against cpu-ref, on every artifact of one test checkpoint, with
 every kernel set named, each reference computed once.
 
-    gate_cpu.py --kipp KIPP --models DIR --model qwen3-tiny --sets detected,portable[,avx2[,avx512]] --work DIR
+    gate_cpu.py --kipp KIPP --models DIR --model qwen3-tiny --sets detected,portable[,avx2[,avx512[,avx512bf16]]]
+                --work DIR
 
 Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; compare_logits.py):
   bf16                   40 ids: argmax equal and NMSE <= 1e-4; the same with --kv-cache q8_0 on
@@ -12,6 +13,10 @@ Artifacts and bounds (every row of a seeded prompt of ordinary vocabulary ids; c
                          cpu-ref logits against the BF16 artifact's), and argmax agreement >= 99%.
   int8                   affine4_gs32 with --int8-activations: the same NMSE bound; argmax agreement
                          >= 95%, a measured floor (src/backend/cpu/KERNELS.md says why not 99%).
+  bf16x                  avx512bf16 only (the set with BF16 pair products): the BF16 artifact with
+                         --bf16-activations, 40 ids, also with --kv-cache q8_0 on both sides: NMSE
+                         <= 1e-4; argmax agreement >= 95%, a measured floor (KERNELS.md says why not
+                         every row).
 A set other than `detected` is forced with --cpu-isa. Exit status 1 if any comparison fails.
 """
 import argparse
@@ -72,14 +77,21 @@ def main():
     work = lambda name: os.path.join(args.work, name)
     try:
         exact = prompt(40)
+        rounded = ["--bf16-activations"]
+        pair_sets = [isa for isa in sets if isa == "avx512bf16"]
         reference = logits("bf16", "cpu-ref", exact, work("reference.f32"))
         for isa in sets:
             check(f"{isa} bf16", logits("bf16", "cpu", exact, work("test.f32"), isa), reference, 1e-4, 1.0)
+        for isa in pair_sets:
+            check(f"{isa} bf16x", logits("bf16", "cpu", exact, work("test.f32"), isa, rounded), reference, 1e-4, 0.95)
         q8_cache = ["--kv-cache", "q8_0"]
         reference = logits("bf16", "cpu-ref", exact, work("reference.f32"), flags=q8_cache)
         for isa in sets:
             check(f"{isa} bf16 kv-q8_0", logits("bf16", "cpu", exact, work("test.f32"), isa, q8_cache), reference,
                   1e-4, 1.0)
+        for isa in pair_sets:
+            check(f"{isa} bf16x kv-q8_0", logits("bf16", "cpu", exact, work("test.f32"), isa, q8_cache + rounded),
+                  reference, 1e-4, 0.95)
 
         ids = prompt(200)
         bf16 = load(logits("bf16", "cpu-ref", ids, work("bf16.f32")))

@@ -1,5 +1,6 @@
 // The activation matrices of the fast CPU backend's passes: FP32 rows, plus the quantized forms
-// the products with Q8_0 and Q4_1 weights read (kernels.h), kept beside them.
+// the products with Q8_0 and Q4_1 weights (and, in some sets, BF16 weights) read (kernels.h),
+// kept beside them.
 #pragma once
 
 #include <cstdint>
@@ -25,13 +26,14 @@ struct Activations {
     int8_values.resize(size_t(rows) * width);
     int8_block_scales.resize(size_t(rows) * width / 32);
     int8_block_sums.resize(size_t(rows) * width / 32);
+    bf16_values.resize(size_t(rows) * width);
   }
   float* row(uint32_t r) { return values.data() + size_t(r) * width; }
   const float* row(uint32_t r) const { return values.data() + size_t(r) * width; }
   // Row r in the forms products take (each at most once), by the kernel set's quantizers.
   void quantize_row(uint32_t r, std::span<const ActivationForm> forms, const Kernels& kernels) {
     const size_t at = size_t(r) * width;
-    bool int16_done = false, int8_done = false;
+    bool int16_done = false, int8_done = false, bf16_done = false;
     for (ActivationForm form : forms) {
       if (form == ActivationForm::int16 && !int16_done) {
         kernels.quantize_activation(row(r), width, &int16_values[at], &int16_scales[r], &int16_block_sums[at / 32]);
@@ -41,6 +43,9 @@ struct Activations {
         kernels.quantize_activation_blocks(row(r), width, &int8_values[at], &int8_block_scales[at / 32],
                                            &int8_block_sums[at / 32]);
         int8_done = true;
+      } else if (form == ActivationForm::bf16 && !bf16_done) {
+        kernels.round_bf16(row(r), width, &bf16_values[at]);
+        bf16_done = true;
       }
     }
   }
@@ -56,6 +61,7 @@ struct Activations {
     return {&weight,
             form,
             values.data() + at,
+            bf16_values.data() + at,
             int16_values.data() + at,
             int16_scales.data() + first,
             int16_block_sums.data() + at / 32,
@@ -78,6 +84,7 @@ struct Activations {
   std::vector<uint8_t> int16_planes;  // filled for kernel sets with tile products (Kernels::split_int16)
   std::vector<int8_t> int8_values;
   std::vector<float> int8_block_scales, int8_block_sums;
+  std::vector<uint16_t> bf16_values;  // filled for kernel sets with BF16 pair products
 };
 
 }  // namespace kipp::cpu

@@ -50,41 +50,54 @@ std::string_view isa_name(Isa isa) {
     case Isa::portable: return "portable";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512bf16: return "avx512bf16";
     case Isa::amx: return "amx";
   }
   return "?";
 }
 
 // Only x86-64 has sets beyond the portable one (src/CMakeLists.txt builds them there only).
-Isa detected_isa() {
+bool runs(Isa isa) {
+  if (isa == Isa::portable) return true;
 #if defined(__x86_64__)
   unsigned eax, ebx, ecx, edx;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return Isa::portable;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
   const bool fma = ecx & bit_FMA, f16c = ecx & bit_F16C;
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return Isa::portable;
-  const bool avx2 = ebx & bit_AVX2;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool avx2 = (ebx & bit_AVX2) && fma && f16c && os_saves_ymm_state();
   const bool avx512 = (ebx & bit_AVX512F) && (ebx & bit_AVX512BW) && (ebx & bit_AVX512VL) && (ebx & bit_AVX512DQ) &&
-                      (ecx & bit_AVX512VNNI);
+                      (ecx & bit_AVX512VNNI) && fma && f16c && os_saves_zmm_state();
   // CPUID leaf 7 EDX bits 24 (AMX-TILE) and 25 (AMX-INT8); clang 14's cpuid.h does not name them.
-  const bool amx = (edx & (1u << 24)) && (edx & (1u << 25));
-  if (avx512 && fma && f16c && os_saves_zmm_state()) {
-    if (amx && os_saves_tile_state() && tile_state_granted()) return Isa::amx;
-    return Isa::avx512;
+  const bool amx_bits = (edx & (1u << 24)) && (edx & (1u << 25));
+  // CPUID leaf 7 subleaf 1 EAX bit 5: AVX512-BF16 (vdpbf16ps).
+  const bool bf16 = __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5));
+  switch (isa) {
+    case Isa::avx2: return avx2;
+    case Isa::avx512: return avx512;
+    case Isa::avx512bf16: return avx512 && bf16;
+    case Isa::amx: return avx512 && amx_bits && os_saves_tile_state() && tile_state_granted();
+    case Isa::portable: break;
   }
-  if (avx2 && fma && f16c && os_saves_ymm_state()) return Isa::avx2;
 #endif
+  return false;
+}
+
+Isa detected_isa() {
+  for (Isa isa : {Isa::amx, Isa::avx512, Isa::avx2})
+    if (runs(isa)) return isa;
   return Isa::portable;
 }
 
 Result<Isa> chosen_isa(std::string_view forced) {
-  const Isa best = detected_isa();
-  if (forced.empty()) return best;
-  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
+  if (forced.empty()) return detected_isa();
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
     if (isa_name(isa) != forced) continue;
-    if (int(isa) > int(best)) return fail("--cpu-isa ", forced, ": this processor supports up to ", isa_name(best));
+    if (!runs(isa))
+      return fail("--cpu-isa ", forced, ": this processor cannot run it (it runs ", isa_name(detected_isa()),
+                  " by default)");
     return isa;
   }
-  return fail("--cpu-isa ", forced, ": expected portable, avx2, avx512 or amx");
+  return fail("--cpu-isa ", forced, ": expected portable, avx2, avx512, avx512bf16 or amx");
 }
 
 unsigned physical_cores() {

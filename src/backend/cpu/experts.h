@@ -45,7 +45,10 @@ class ExpertMixer {
   void choose(const PackedLayer& layer, const Activations& x_norm, uint32_t tokens);
   void gather(const PackedLayer& layer, const Activations& x_norm, uint32_t tokens);
   void run_experts(const PackedLayer& layer);
-  ActivationForm form(const PackedMatrix& weight) const { return activation_form(weight.format, int8_activations_); }
+  // Never x rounded to BF16 (--bf16-activations is refused for a mixture of experts, forward.cpp).
+  ActivationForm form(const PackedMatrix& weight) const {
+    return activation_form(weight.format, int8_activations_, false);
+  }
 
   ThreadPool& pool_;
   const Kernels& kernels_;

@@ -52,6 +52,7 @@ class Model final : public HostBackendModel {
         packed_(std::move(packed)),
         kernels_(kernels),
         int8_activations_(options.int8_activations),
+        bf16_pairs_(options.bf16_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
         x_(tokens_per_pass(c_), c_.hidden),
@@ -81,6 +82,7 @@ class Model final : public HostBackendModel {
   std::string describe() const override {
     return std::string("cpu (") + kernels_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
            (int8_activations_ ? ", 8-bit activations for Q4_1" : "") +
+           (bf16_pairs_ ? ", BF16 activations for BF16 products" : "") +
            (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache"
                                          : "") +
            ")";
@@ -108,8 +110,14 @@ class Model final : public HostBackendModel {
 
  private:
   uint32_t batch_size() const { return uint32_t(batch_.size()); }
-  // The activations products with `weight` take.
-  ActivationForm form(const PackedMatrix& weight) const { return activation_form(weight.format, int8_activations_); }
+  // The activations products with `weight` take. With --bf16-activations, Q, K, V and the output
+  // head (`exact`) still take x unrounded: the errors of Q, K and V are what the attention's
+  // exponentials and the Q8_0 cache's rounding amplify (rounding their x too took the tiny
+  // checkpoints past the gate's NMSE bound), and the head's go straight into the logits, for
+  // nothing in prefill, where it runs for one token (src/backend/cpu/KERNELS.md).
+  ActivationForm form(const PackedMatrix& weight, bool exact = false) const {
+    return activation_form(weight.format, int8_activations_, bf16_pairs_ && !exact);
+  }
 
   // Every token of the batch through every layer, then logits for the tokens that want them.
   void run_pass() {
@@ -131,10 +139,12 @@ class Model final : public HostBackendModel {
     const float eps = c_.rms_norm_eps();
     for_tokens([&](uint32_t t) {
       cpu_ref::rms_norm(x_.row(t), as_f32(w.attn_norm), c_.hidden, eps, x_norm_.row(t));  // 1 attention norm
-      quantize_for(x_norm_, t, {&p.attn_q, &p.attn_k, &p.attn_v});
+      quantize_for(x_norm_, t, {&p.attn_q, &p.attn_k, &p.attn_v}, true);
     });
     note(ForwardStep::attn_norm, l, x_norm_);
-    matmuls({{&p.attn_q, &x_norm_, &q_}, {&p.attn_k, &x_norm_, &k_new_}, {&p.attn_v, &x_norm_, &v_new_}});  // 2 Q, K, V
+    matmuls({{&p.attn_q, &x_norm_, &q_, true},
+             {&p.attn_k, &x_norm_, &k_new_, true},
+             {&p.attn_v, &x_norm_, &v_new_, true}});        // 2 Q, K, V
     for_tokens([&](uint32_t t) { prepare_qkv(l, w, t); });  // 3 Q/K norm, 4 RoPE
     note(ForwardStep::q_rope, l, q_);
     note(ForwardStep::k_rope, l, k_new_);
@@ -163,10 +173,11 @@ class Model final : public HostBackendModel {
   }
 
   // Row t of `in` in the forms the products with `weights` read.
-  void quantize_for(Activations& in, uint32_t t, std::initializer_list<const PackedMatrix*> weights) const {
+  void quantize_for(Activations& in, uint32_t t, std::initializer_list<const PackedMatrix*> weights,
+                    bool exact = false) const {
     ActivationForm forms[4];
     size_t count = 0;
-    for (const PackedMatrix* weight : weights) forms[count++] = form(*weight);
+    for (const PackedMatrix* weight : weights) forms[count++] = form(*weight, exact);
     in.quantize_row(t, std::span(forms, count), kernels_);
   }
 
@@ -214,6 +225,7 @@ class Model final : public HostBackendModel {
     const PackedMatrix* weight;
     Activations* in;
     Activations* out;
+    bool exact = false;  // x unrounded whatever the set: Q, K and V (form())
   };
 
   // Matrix products over the whole batch, every thread taking its share of each one's rows.
@@ -222,7 +234,7 @@ class Model final : public HostBackendModel {
       for (const Product& p : products) {
         const Range rows = split(uint32_t(p.weight->rows), index, count, 16);
         if (rows.begin == rows.end) continue;
-        run_rows(p.in->times(*p.weight, form(*p.weight), batch_size(), p.out->row_pointers.data()), rows);
+        run_rows(p.in->times(*p.weight, form(*p.weight, p.exact), batch_size(), p.out->row_pointers.data()), rows);
       }
     });
   }
@@ -256,7 +268,7 @@ class Model final : public HostBackendModel {
                         c_.rms_norm_eps(), x_norm_.row(rows));
       if (recorder_)
         recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
-      quantize_for(x_norm_, rows, {&packed_->lm_head()});
+      quantize_for(x_norm_, rows, {&packed_->lm_head()}, true);
       logit_rows_[rows++] = token.logits;
     }
     if (rows == 0) return;
@@ -264,7 +276,7 @@ class Model final : public HostBackendModel {
       const Range range = split(c_.vocab(), index, count, 16);
       if (range.begin == range.end) return;
       const PackedMatrix& head = packed_->lm_head();
-      run_rows(x_norm_.times(head, form(head), rows, logit_rows_.data()), range);
+      run_rows(x_norm_.times(head, form(head, true), rows, logit_rows_.data()), range);
     });
     if (!recorder_) return;
     for (const BatchToken& token : batch_)
@@ -289,6 +301,7 @@ class Model final : public HostBackendModel {
   std::unique_ptr<PackedWeights> packed_;  // the projections and the output head, as the kernels read them
   const Kernels& kernels_;
   const bool int8_activations_;
+  const bool bf16_pairs_;  // --bf16-activations: BF16 products round x where form() lets them
   const KvFormat kv_format_;
   EvalChecker checker_;
   // Activations of the current pass, allocated once.
@@ -308,18 +321,28 @@ namespace kipp {
 
 Result<std::unique_ptr<BackendModel>> create_cpu_backend(const ModelFile& model, const BackendOptions& options) {
   // 8-bit activations move a MoE router's logits by up to ~2e-2, so they change which experts a
-  // token reads in most prompts (docs/MODELS.md, measured on kipp-test/qwen3-moe-tiny).
+  // token reads in most prompts (docs/MODELS.md, measured on kipp-test/qwen3-moe-tiny); BF16
+  // activations by up to ~5e-3 (src/backend/cpu/KERNELS.md).
   if (options.int8_activations && model.checkpoint().is_moe())
     return fail("--int8-activations is not offered for mixture-of-experts checkpoints (", model.checkpoint().id,
                 "): 8-bit activations change which experts the router chooses");
+  if (options.bf16_activations && model.checkpoint().is_moe())
+    return fail("--bf16-activations is not offered for mixture-of-experts checkpoints (", model.checkpoint().id,
+                "): BF16 activations change which experts the router chooses");
   unsigned threads = options.threads;
-  KIPP_ASSIGN(const cpu::Isa isa, cpu::chosen_isa(options.cpu_isa));
+  // --bf16-activations takes the one set with BF16 pair products unless another is named.
+  if (options.bf16_activations && options.cpu_isa.empty() && !cpu::runs(cpu::Isa::avx512bf16))
+    return fail("--bf16-activations needs AVX512-BF16 (the avx512bf16 kernel set), which this processor lacks");
+  KIPP_ASSIGN(const cpu::Isa isa,
+              cpu::chosen_isa(options.bf16_activations && options.cpu_isa.empty() ? "avx512bf16" : options.cpu_isa));
+  if (options.bf16_activations && !cpu::kernels_for(isa).round_bf16)
+    return fail("--bf16-activations needs the avx512bf16 kernel set, not ", cpu::isa_name(isa));
   if (threads == 0) threads = default_cpu_threads();
   if (threads > 256) return fail("--threads ", threads, " is more than 256");
   auto pool = std::make_unique<cpu::ThreadPool>(threads);
   const cpu::Kernels& kernels = cpu::kernels_for(isa);
   KIPP_ASSIGN(std::unique_ptr<cpu::PackedWeights> packed,
-              cpu::PackedWeights::pack(model.weights(), *pool, kernels.lanes));
+              cpu::PackedWeights::pack(model.weights(), *pool, kernels.packing));
   return std::unique_ptr<BackendModel>(new cpu::Model(model, std::move(pool), std::move(packed), kernels, options));
 }
 

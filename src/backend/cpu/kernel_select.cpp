@@ -12,6 +12,7 @@ const Kernels& kernels_for(Isa isa) {
 #if defined(__x86_64__)
   switch (isa) {
     case Isa::amx: return amx_kernels();
+    case Isa::avx512bf16: return avx512bf16_kernels();
     case Isa::avx512: return avx512_kernels();
     case Isa::avx2: return avx2_kernels();
     case Isa::portable: break;

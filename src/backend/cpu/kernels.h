@@ -25,7 +25,10 @@ namespace kipp::cpu {
 //                as llama.cpp's Q8_1: Q4_1 weights with --int8-activations. The integer products
 //                run at twice the width of int16 ones; the error they add is a small fraction of
 //                the 4-bit weights' own, but not nothing (KERNELS.md has the measurements).
-enum class ActivationForm { f32, int16, int8_blocks };
+//   bf16         x rounded to BF16 (round_bf16): BF16 weights with --bf16-activations, in the set
+//                with BF16 pair products (avx512bf16), which multiplies two BF16 pairs per FP32
+//                lane; the rounding's cost is measured in KERNELS.md.
+enum class ActivationForm { f32, int16, int8_blocks, bf16 };
 
 // out[t][r] = sum_c W[r][c] * x[t][c] for tokens t < tokens and rows row_begin <= r < row_end.
 // W is packed (PackedMatrix); row_begin and row_end are multiples of kPanelRows.
@@ -33,6 +36,7 @@ struct MatmulArgs {
   const PackedMatrix* weight;
   ActivationForm form;             // what the product reads: x, or one of the quantized forms below
   const float* x;                  // tokens rows of weight->cols values, x_stride apart
+  const uint16_t* x_bf16;          // bf16: the same rows rounded to BF16, x_stride apart
   const int16_t* x_int16;          // int16: the same rows, x_stride apart
   const float* x_scale;            // int16: per token, x ~= x_int16 * x_scale
   const float* x_int16_block_sum;  // int16: per token and 32-value block (x_stride / 32 per token), the x_int16 sum
@@ -87,18 +91,21 @@ struct AttentionArgs {
 };
 
 // The form products with weights of a format take (MatmulArgs), with or without
-// --int8-activations.
-inline ActivationForm activation_form(WeightFormat format, bool int8_activations) {
+// --int8-activations, in a set with or without BF16 pair products.
+inline ActivationForm activation_form(WeightFormat format, bool int8_activations, bool bf16_products) {
   switch (format) {
     case WeightFormat::q8_0: return ActivationForm::int16;
     case WeightFormat::affine4: return int8_activations ? ActivationForm::int8_blocks : ActivationForm::int16;
+    case WeightFormat::bf16: return bf16_products ? ActivationForm::bf16 : ActivationForm::f32;
     default: return ActivationForm::f32;
   }
 }
 
 struct Kernels {
   const char* isa;
-  uint32_t lanes;  // floats per vector; packed BF16 weights are interleaved for it
+  // How the set wants its weights packed (floats per vector; BF16 panels by column pairs in the
+  // sets with BF16 pair products, which then take ActivationForm::bf16 as well as f32).
+  PackingLayout packing;
   void (*matmul)(const MatmulArgs&);
   void (*attention)(const AttentionArgs&);
   // x (n values, a multiple of 32) as int16 with one scale, max |x| -> 32767, rounded to nearest
@@ -117,6 +124,10 @@ struct Kernels {
   // block its 32 low bytes (unsigned) then its 32 high bytes (signed), x = 256 high + low, so that
   // two 8-bit tile products make the int16 sums exactly.
   void (*split_int16)(const int16_t* x, uint32_t n, uint32_t token, uint8_t* planes);
+  // Sets with BF16 pair products (null elsewhere): x (n values, a multiple of 32) rounded to
+  // BF16, to nearest even, as f32_to_bf16 (a NaN stays a NaN, made quiet; subnormals are kept,
+  // and the pair products read them as zeros).
+  void (*round_bf16)(const float* x, uint32_t n, uint16_t* out);
 };
 
 // The byte planes of a matrix of `tokens` rows of `width` int16 activations (split_int16): two
@@ -130,6 +141,7 @@ const Kernels& portable_kernels();
 // The x86 sets, built on x86-64 only.
 const Kernels& avx2_kernels();
 const Kernels& avx512_kernels();
+const Kernels& avx512bf16_kernels();
 const Kernels& amx_kernels();
 // The table of a kernel set (cpu_features.h chooses which).
 const Kernels& kernels_for(Isa isa);

@@ -28,16 +28,21 @@ uint32_t panel_slot(WeightFormat format, uint32_t lanes, uint32_t i) {
 
 // Rows [begin, end) of a FP32 or BF16 matrix (whole panels) into the panel layout.
 template <class Word>
-void pack_panels(const WeightView& view, uint32_t lanes, uint32_t begin, uint32_t end, uint8_t* destination) {
+void pack_panels(const WeightView& view, const PackingLayout& layout, uint32_t begin, uint32_t end,
+                 uint8_t* destination) {
+  const bool pairs = view.format == WeightFormat::bf16 && layout.bf16_column_pairs;
   uint32_t slot[kPanelRows];
-  for (uint32_t i = 0; i < kPanelRows; ++i) slot[i] = panel_slot(view.format, lanes, i);
+  for (uint32_t i = 0; i < kPanelRows; ++i) slot[i] = panel_slot(view.format, layout.lanes, i);
   const Word* source = reinterpret_cast<const Word*>(view.data);
   Word* packed = reinterpret_cast<Word*>(destination);
   for (uint64_t row0 = begin; row0 < end; row0 += kPanelRows) {
     const Word* rows = source + row0 * view.cols;
     Word* panel = packed + row0 * view.cols;
     for (uint64_t c = 0; c < view.cols; ++c)
-      for (uint32_t i = 0; i < kPanelRows; ++i) panel[c * kPanelRows + slot[i]] = rows[i * view.cols + c];
+      for (uint32_t i = 0; i < kPanelRows; ++i) {
+        const uint64_t at = pairs ? (c & ~uint64_t(1)) * kPanelRows + 2 * i + (c & 1) : c * kPanelRows + slot[i];
+        panel[at] = rows[i * view.cols + c];
+      }
   }
 }
 
@@ -66,7 +71,7 @@ void pack_block_groups(const WeightView& view, uint32_t lanes, uint32_t begin, u
 
 }  // namespace
 
-Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, uint32_t lanes) {
+Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, const PackingLayout& layout) {
   if (view.rows % kPanelRows != 0 || view.cols % 32 != 0)
     return fail("cannot pack a ", view.rows, " x ", view.cols, " matrix: rows must be a multiple of ", kPanelRows,
                 " and columns of 32");
@@ -77,17 +82,17 @@ Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPoo
     const Range rows = split(uint32_t(view.rows), index, count, kPanelRows);
     if (rows.begin == rows.end) return;
     switch (view.format) {
-      case WeightFormat::f32: return pack_panels<uint32_t>(view, lanes, rows.begin, rows.end, destination);
-      case WeightFormat::bf16: return pack_panels<uint16_t>(view, lanes, rows.begin, rows.end, destination);
+      case WeightFormat::f32: return pack_panels<uint32_t>(view, layout, rows.begin, rows.end, destination);
+      case WeightFormat::bf16: return pack_panels<uint16_t>(view, layout, rows.begin, rows.end, destination);
       case WeightFormat::q8_0:
-      case WeightFormat::affine4: return pack_block_groups(view, lanes, rows.begin, rows.end, destination);
+      case WeightFormat::affine4: return pack_block_groups(view, layout.lanes, rows.begin, rows.end, destination);
     }
   });
   return packed;
 }
 
-Result<PackedMatrix> PackedWeights::pack_one(const WeightView& mapped, ThreadPool& pool, uint32_t lanes) {
-  KIPP_ASSIGN(std::unique_ptr<uint8_t[]> packed, cpu::pack_matrix(mapped, pool, lanes));
+Result<PackedMatrix> PackedWeights::pack_one(const WeightView& mapped, ThreadPool& pool, const PackingLayout& layout) {
+  KIPP_ASSIGN(std::unique_ptr<uint8_t[]> packed, cpu::pack_matrix(mapped, pool, layout));
   release_pages(mapped.data, mapped.bytes);
   const PackedMatrix matrix = packed_as(mapped, packed.get());
   bytes_ += mapped.bytes;
@@ -96,7 +101,7 @@ Result<PackedMatrix> PackedWeights::pack_one(const WeightView& mapped, ThreadPoo
 }
 
 Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped, ThreadPool& pool,
-                                                           uint32_t lanes) {
+                                                           const PackingLayout& layout) {
   auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
   for (const LayerWeights& layer : mapped.layers) {
     PackedLayer& out = packed->layers_.emplace_back();
@@ -109,18 +114,18 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& m
                             {&layer.ffn_down, &out.ffn_down},
                             {&layer.ffn_gate_inp, &out.ffn_gate_inp}}) {
       if (!from->data) continue;  // a MoE layer has no dense MLP, a dense one no router
-      KIPP_ASSIGN(*to, packed->pack_one(*from, pool, lanes));
+      KIPP_ASSIGN(*to, packed->pack_one(*from, pool, layout));
     }
     for (auto [from, to] : {std::pair{&layer.ffn_gate_exps, &out.gate_exps},
                             {&layer.ffn_up_exps, &out.up_exps},
                             {&layer.ffn_down_exps, &out.down_exps}}) {
       for (uint64_t e = 0; e < from->experts; ++e) {
-        KIPP_ASSIGN(PackedMatrix expert, packed->pack_one(from->expert(e), pool, lanes));
+        KIPP_ASSIGN(PackedMatrix expert, packed->pack_one(from->expert(e), pool, layout));
         to->push_back(expert);
       }
     }
   }
-  KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, lanes));
+  KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, layout));
   return packed;
 }
 

@@ -18,7 +18,9 @@
 // column of a panel by one activation, its vector lanes over rows. BF16 words are also
 // interleaved for the kernel set's vector width L when 2L <= kPanelRows: within each run of 2L
 // words, word 2i is row i and word 2i + 1 row i + L, so that one shift or one mask of 32-bit
-// lanes widens L of them.
+// lanes widens L of them. In a set with BF16 pair products (PackingLayout::bf16_column_pairs)
+// BF16 panels go by column pairs instead: for columns 2k and 2k + 1, word 2i is W[i][2k] and
+// word 2i + 1 W[i][2k + 1], the pair one 32-bit lane of a pair product multiplies.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,12 @@
 namespace kipp::cpu {
 
 inline constexpr uint32_t kPanelRows = 16;
+
+// What the layouts above depend on in a kernel set.
+struct PackingLayout {
+  uint32_t lanes;          // floats per vector: the Q8_0/Q4_1 row groups and the BF16 interleave
+  bool bf16_column_pairs;  // BF16 panels by column pairs, for the BF16 pair products
+};
 
 // Whether a format is packed in panels (FP32, BF16) rather than in groups of blocks.
 inline bool packs_in_panels(WeightFormat format) { return format == WeightFormat::f32 || format == WeightFormat::bf16; }
@@ -48,9 +56,8 @@ struct PackedMatrix {
   uint64_t cols = 0;
 };
 
-// One matrix in the layout of a kernel set with vectors of `lanes` floats, copied with every
-// thread of `pool`.
-Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, uint32_t lanes);
+// One matrix in a kernel set's layout, copied with every thread of `pool`.
+Result<std::unique_ptr<uint8_t[]>> pack_matrix(const WeightView& view, ThreadPool& pool, const PackingLayout& layout);
 
 // The matrix `mapped` describes, as laid out in `packed` (pack_matrix's copy of it).
 inline PackedMatrix packed_as(const WeightView& mapped, const uint8_t* packed) {
@@ -68,17 +75,17 @@ struct PackedLayer {
 
 class PackedWeights {
  public:
-  // Copies with every thread of `pool`, each taking its share of each matrix's row groups, for a
-  // kernel set with vectors of `lanes` floats (BF16 interleave, Q8_0/Q4_1 row groups). Each
-  // matrix's mapped pages are released once it is copied.
-  static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped, ThreadPool& pool, uint32_t lanes);
+  // Copies with every thread of `pool`, each taking its share of each matrix's row groups, in a
+  // kernel set's layout. Each matrix's mapped pages are released once it is copied.
+  static Result<std::unique_ptr<PackedWeights>> pack(const ModelWeights& mapped, ThreadPool& pool,
+                                                     const PackingLayout& layout);
 
   const std::vector<PackedLayer>& layers() const { return layers_; }
   const PackedMatrix& lm_head() const { return lm_head_; }
   uint64_t bytes() const { return bytes_; }
 
  private:
-  Result<PackedMatrix> pack_one(const WeightView& mapped, ThreadPool& pool, uint32_t lanes);
+  Result<PackedMatrix> pack_one(const WeightView& mapped, ThreadPool& pool, const PackingLayout& layout);
 
   std::vector<PackedLayer> layers_;
   PackedMatrix lm_head_;

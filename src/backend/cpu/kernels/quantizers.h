@@ -1,4 +1,5 @@
-// Activations quantized for the products (kernels.h): int16 per row, int8 per block.
+// Activations quantized for the products (kernels.h): int16 per row, int8 per block, and (sets
+// with BF16 pair products) rounded to BF16.
 // One part of every kernel set: kernels_impl.h includes it once in each kernels_<isa>.cpp,
 // after the parts before it, whose names it uses.
 #pragma once
@@ -93,6 +94,23 @@ void quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale,
     sum[b] = scale[b] * float(sum_lanes(total));
   }
 }
+
+#if KIPP_BF16_PAIRS
+// Round to nearest even on the bits: adding 0x7fff plus the lowest kept bit carries into the kept
+// half exactly when the dropped half is over one half, or one half with the kept half odd (a
+// finite value too large for BF16 carries into the exponent: infinity); a NaN keeps its high
+// half, made quiet.
+void round_bf16(const float* x, uint32_t n, uint16_t* out) {
+  for (uint32_t i = 0; i < n; i += kLanes) {
+    vu32 bits;
+    __builtin_memcpy(&bits, x + i, sizeof bits);
+    const vu32 rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+    const vu32 word = (bits & 0x7fffffffu) > 0x7f800000u ? (bits >> 16) | 0x40u : rounded;
+    const vu16 narrow = __builtin_convertvector(word, vu16);
+    __builtin_memcpy(out + i, &narrow, sizeof narrow);
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace kipp::cpu::KIPP_KERNEL_NS

@@ -15,6 +15,7 @@ constexpr int kTileRows = KIPP_TILE_ROWS;
 constexpr int kTileTokens = KIPP_TILE_TOKENS;
 constexpr int kTilePanels = KIPP_TILE_PANELS;
 constexpr int kPanelTokens = KIPP_PANEL_TOKENS;
+constexpr bool kBf16Pairs = KIPP_BF16_PAIRS;          // BF16 weights packed by column pairs, pair products
 constexpr int kPanelVecs = int(kPanelRows) / kLanes;  // vectors of one panel column
 constexpr int kBlock = 32;                            // weights per quantization block
 constexpr int kVecs = kBlock / kLanes;                // vectors per block
@@ -117,6 +118,15 @@ void reduce4(const vf* v, float* out) {
   for (int j = 0; j < 4; ++j) out[j] = reduce(v[j]);
 #endif
 }
+
+#if KIPP_BF16_PAIRS
+// Lane r: acc + w[2r + 1] x1 + w[2r] x0 for the BF16 words w of a column pair and `pair`, BF16
+// x0 (low word) and x1: vdpbf16ps, whose two products are exact in FP32 and each added with
+// its own rounding to nearest even, the odd word's first; subnormal inputs and sums are zeros.
+vf add_bf16_pair_products(vf acc, vu32 w, int32_t pair) {
+  return _mm512_dpbf16_ps(acc, (__m512bh)w, (__m512bh)_mm512_set1_epi32(pair));
+}
+#endif
 
 // Integer vectors of the quantized products: 4 bytes per lane, and the same as 2 x 16 bits.
 typedef uint8_t vu8 __attribute__((vector_size(4 * kLanes)));
