@@ -104,7 +104,7 @@ inline ActivationForm activation_form(WeightFormat format, bool int8_activations
 struct Kernels {
   const char* isa;
   // How the set wants its weights packed (floats per vector; BF16 panels by column pairs in the
-  // sets with BF16 pair products, which then take ActivationForm::bf16 as well as f32).
+  // 16-lane sets). Products with BF16 weights take ActivationForm::bf16 where round_bf16 is set.
   PackingLayout packing;
   void (*matmul)(const MatmulArgs&);
   void (*attention)(const AttentionArgs&);

@@ -8,7 +8,7 @@
 #define KIPP_TILE_TOKENS 6
 #define KIPP_TILE_PANELS 2
 #define KIPP_PANEL_TOKENS 8
-#define KIPP_BF16_PAIRS 1
+#define KIPP_BF16_DOT 1
 #include "backend/cpu/kernels_impl.h"
 
 namespace kipp::cpu {

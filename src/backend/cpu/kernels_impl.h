@@ -2,8 +2,8 @@
 // namespace), KIPP_KERNEL_NAME, KIPP_LANES (floats per vector), KIPP_TILE_ROWS (vectors of
 // kLanes rows) and KIPP_TILE_TOKENS (the register tile of a token tile over Q8_0 and Q4_1 weights),
 // KIPP_TILE_PANELS and KIPP_PANEL_TOKENS (the same over FP32 and BF16 weights), KIPP_AMX (1 where
-// products of int16 activations also run in tile registers), KIPP_BF16_PAIRS (1 where BF16
-// weights multiply activations rounded to BF16 in AVX512-BF16 pair products), includes this file,
+// products of int16 activations also run in tile registers), KIPP_BF16_DOT (1 where BF16
+// weights may multiply activations rounded to BF16 in AVX512-BF16 pair products), includes this file,
 // and is compiled with that instruction set's flags.
 //
 // Nothing here may be an inline function or template with external linkage shared with other
@@ -16,8 +16,8 @@
 #ifndef KIPP_AMX
 #define KIPP_AMX 0
 #endif
-#ifndef KIPP_BF16_PAIRS
-#define KIPP_BF16_PAIRS 0
+#ifndef KIPP_BF16_DOT
+#define KIPP_BF16_DOT 0
 #endif
 
 #if KIPP_LANES > 4 || KIPP_AMX
@@ -86,13 +86,13 @@ const Kernels& kernels() {
 #else
   constexpr decltype(Kernels::split_int16) split = nullptr;   // no tile products in this set
 #endif
-#if KIPP_BF16_PAIRS
+#if KIPP_BF16_DOT
   constexpr auto to_bf16 = round_bf16;
 #else
   constexpr decltype(Kernels::round_bf16) to_bf16 = nullptr;  // no BF16 pair products in this set
 #endif
-  static const Kernels table{KIPP_KERNEL_NAME, {kLanes, kBf16Pairs}, matmul, attention,
-                             quantize_int16,   quantize_int8_blocks, split,  to_bf16};
+  static const Kernels table{KIPP_KERNEL_NAME, {kLanes, kBf16ColumnPairs}, matmul, attention,
+                             quantize_int16,   quantize_int8_blocks,       split,  to_bf16};
   return table;
 }
 

@@ -18,9 +18,11 @@
 // column of a panel by one activation, its vector lanes over rows. BF16 words are also
 // interleaved for the kernel set's vector width L when 2L <= kPanelRows: within each run of 2L
 // words, word 2i is row i and word 2i + 1 row i + L, so that one shift or one mask of 32-bit
-// lanes widens L of them. In a set with BF16 pair products (PackingLayout::bf16_column_pairs)
-// BF16 panels go by column pairs instead: for columns 2k and 2k + 1, word 2i is W[i][2k] and
-// word 2i + 1 W[i][2k + 1], the pair one 32-bit lane of a pair product multiplies.
+// lanes widens L of them. In the sets whose vector holds a whole panel column (16 lanes:
+// PackingLayout::bf16_column_pairs) BF16 panels go by column pairs instead: for columns 2k and
+// 2k + 1, word 2i is W[i][2k] and word 2i + 1 W[i][2k + 1], so that one 64-byte load serves two
+// columns (a shift and a mask widen them), and it is the pair a lane of a BF16 pair product
+// multiplies.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,7 @@ inline constexpr uint32_t kPanelRows = 16;
 // What the layouts above depend on in a kernel set.
 struct PackingLayout {
   uint32_t lanes;          // floats per vector: the Q8_0/Q4_1 row groups and the BF16 interleave
-  bool bf16_column_pairs;  // BF16 panels by column pairs, for the BF16 pair products
+  bool bf16_column_pairs;  // BF16 panels by column pairs (the 16-lane sets)
 };
 
 // Whether a format is packed in panels (FP32, BF16) rather than in groups of blocks.

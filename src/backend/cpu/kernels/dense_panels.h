@@ -8,13 +8,12 @@ namespace kipp::cpu::KIPP_KERNEL_NS {
 namespace {
 
 // Vector v of one column of a panel (kPanelRows values, packed_weights.h), widened to FP32
-// exactly: for BF16 one shift or one mask of an interleaved pair, or (16 lanes) one conversion.
+// exactly: for BF16 in the sets of 8 and 4 lanes, one shift or one mask of an interleaved pair
+// (the 16-lane sets read BF16 panels by column pairs, panel_tile).
 template <WeightFormat F>
 vf widen_column(const uint8_t* column, int v) {
   if constexpr (F == WeightFormat::f32) {
     return load_f32(reinterpret_cast<const float*>(column) + v * kLanes);
-  } else if constexpr (kLanes == int(kPanelRows)) {
-    return load_bf16(reinterpret_cast<const uint16_t*>(column));
   } else {
     vu32 pair;
     __builtin_memcpy(&pair, column + (v / 2) * 4 * kLanes, sizeof pair);
@@ -22,15 +21,13 @@ vf widen_column(const uint8_t* column, int v) {
   }
 }
 
-static_assert(!kBf16Pairs || kPanelVecs == 1, "BF16 column pairs of a panel fill one vector");
-
 constexpr uint32_t column_bytes(WeightFormat format) { return kPanelRows * (format == WeightFormat::f32 ? 4 : 2); }
 
 // P panels (P kPanelRows rows from row0) x T tokens over columns [c_begin, c_end) of FP32 or
 // BF16 weights, lanes over rows. Every output element is one running FP32 sum, column after
 // column from 0 (kept in `out` between calls): the order of plain sequential dot product,
 // whatever the tile, the batch or the split of columns. X is what the weights multiply: x
-// itself (f32), or in the sets with BF16 pair products x rounded to BF16 (bf16), a column pair
+// itself (f32), or in the set with BF16 pair products x rounded to BF16 (bf16), a column pair
 // at a time, each pair product adding column 2k + 1's product and then column 2k's.
 template <WeightFormat F, ActivationForm X, int P, int T>
 void panel_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0, uint32_t c_begin, uint32_t c_end) {
@@ -46,17 +43,19 @@ void panel_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0, uint32_t c_
   const uint64_t panel_bytes = uint64_t(a.weight->cols) * kColumn;
   const uint8_t* panels = a.weight->data + row0 / kPanelRows * panel_bytes;
   const float* x = a.x + size_t(token0) * a.x_stride;
-  if constexpr (F == WeightFormat::bf16 && kBf16Pairs) {
+  if constexpr (F == WeightFormat::bf16 && kBf16ColumnPairs) {
     // A column pair of a panel is one vector (packed_weights.h); c_begin and c_end are even.
-    const uint16_t* x_bf16 = a.x_bf16 + size_t(token0) * a.x_stride;
+    [[maybe_unused]] const uint16_t* x_bf16 = a.x_bf16 + size_t(token0) * a.x_stride;
     for (uint32_t c = c_begin; c < c_end; c += 2) {
       vu32 w[P];
       for (int p = 0; p < P; ++p) __builtin_memcpy(&w[p], panels + p * panel_bytes + c * kColumn, sizeof w[p]);
       if constexpr (X == ActivationForm::bf16) {
+#if KIPP_BF16_DOT
         for (int t = 0; t < T; ++t) {
           const int32_t pair = load_i32(x_bf16 + t * a.x_stride + c);
           for (int p = 0; p < P; ++p) acc[p][t] = add_bf16_pair_products(acc[p][t], w[p], pair);
         }
+#endif
       } else {
         vf even[P], odd[P];
         for (int p = 0; p < P; ++p) {
@@ -70,7 +69,7 @@ void panel_tile(const MatmulArgs& a, uint32_t row0, uint32_t token0, uint32_t c_
       }
     }
   } else {
-    static_assert(X == ActivationForm::f32, "only the sets with BF16 pair products round x to BF16");
+    static_assert(X == ActivationForm::f32, "only the set with BF16 pair products rounds x to BF16");
     for (uint32_t c = c_begin; c < c_end; ++c) {
       vf w[V];
       for (int p = 0; p < P; ++p)
@@ -133,7 +132,7 @@ void matmul_panels_of(const MatmulArgs& a) {
 
 template <WeightFormat F>
 void matmul_panels(const MatmulArgs& a) {
-  if constexpr (F == WeightFormat::bf16 && kBf16Pairs)
+  if constexpr (F == WeightFormat::bf16 && kBf16Dot)
     if (a.form == ActivationForm::bf16) return matmul_panels_of<F, ActivationForm::bf16>(a);
   matmul_panels_of<F, ActivationForm::f32>(a);
 }

@@ -95,7 +95,7 @@ void quantize_int8_blocks(const float* x, uint32_t n, int8_t* out, float* scale,
   }
 }
 
-#if KIPP_BF16_PAIRS
+#if KIPP_BF16_DOT
 // Round to nearest even on the bits: adding 0x7fff plus the lowest kept bit carries into the kept
 // half exactly when the dropped half is over one half, or one half with the kept half odd (a
 // finite value too large for BF16 carries into the exponent: infinity); a NaN keeps its high

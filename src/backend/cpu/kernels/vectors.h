@@ -15,10 +15,13 @@ constexpr int kTileRows = KIPP_TILE_ROWS;
 constexpr int kTileTokens = KIPP_TILE_TOKENS;
 constexpr int kTilePanels = KIPP_TILE_PANELS;
 constexpr int kPanelTokens = KIPP_PANEL_TOKENS;
-constexpr bool kBf16Pairs = KIPP_BF16_PAIRS;          // BF16 weights packed by column pairs, pair products
 constexpr int kPanelVecs = int(kPanelRows) / kLanes;  // vectors of one panel column
-constexpr int kBlock = 32;                            // weights per quantization block
-constexpr int kVecs = kBlock / kLanes;                // vectors per block
+// Sets with one vector per panel column (16 lanes) pack BF16 panels by column pairs
+// (packed_weights.h): one load feeds two columns.
+constexpr bool kBf16ColumnPairs = kPanelVecs == 1;
+constexpr bool kBf16Dot = KIPP_BF16_DOT;  // pair products, for x rounded to BF16 (ActivationForm::bf16)
+constexpr int kBlock = 32;                // weights per quantization block
+constexpr int kVecs = kBlock / kLanes;    // vectors per block
 
 typedef float vf __attribute__((vector_size(4 * kLanes)));
 typedef uint32_t vu32 __attribute__((vector_size(4 * kLanes)));
@@ -119,7 +122,7 @@ void reduce4(const vf* v, float* out) {
 #endif
 }
 
-#if KIPP_BF16_PAIRS
+#if KIPP_BF16_DOT
 // Lane r: acc + w[2r + 1] x1 + w[2r] x0 for the BF16 words w of a column pair and `pair`, BF16
 // x0 (low word) and x1: vdpbf16ps, whose two products are exact in FP32 and each added with
 // its own rounding to nearest even, the odd word's first; subnormal inputs and sums are zeros.
