@@ -19,12 +19,75 @@ A FILE may carry extra `kipp bench` flags after a colon (they apply to Kipp only
 (prefill of 512 tokens), tg128 (128 single-token steps from an empty context) and, with --depth D,
 tg32 after D cached tokens. Kipp reports medians of its own repetitions and llama-bench means;
 each round takes one sample of each.
+
+What the figures stand on is printed before the table: the processor (its model name and the
+instruction sets that decide the kernels: AVX2, AVX-512 with VNNI and BF16, AMX), the kernel set
+Kipp chose for each file, and each anchor's build as its CMakeCache.txt (beside bin/) records it:
+GGML_NATIVE, the instruction-set options and the compiler flags. An anchor built without
+GGML_NATIVE, or with an instruction switched off (-mno-...) that --crashes-natively does not name,
+lacks the processor's native instructions: its figures are marked, and the ratio column leaves it
+out (no goal is judged against it). --crashes-natively NAME (e.g. amx-tile) records that a native
+build of the anchors stops on that instruction here, so a build with only it switched off still
+counts as native.
 """
 import argparse
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
+
+
+def processor():
+    """The model name and the instruction sets that decide kernels, from /proc/cpuinfo."""
+    name, flags = "unknown processor", set()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name" and name == "unknown processor":
+                    name = value.strip()
+                elif key.strip() == "flags" and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    wanted = ["avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16"]
+    return name, [f for f in wanted if f in flags]
+
+
+def anchor_build(binary):
+    """What the anchor's CMakeCache.txt (in the directory above bin/) says about its instructions."""
+    path = binary.split()[0]
+    cache = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(path))), "CMakeCache.txt")
+    entries = {}
+    try:
+        with open(cache) as text:
+            for line in text:
+                match = re.match(r"^([A-Z0-9_]+):[A-Z]+=(.*)$", line.strip())
+                if match:
+                    entries[match.group(1)] = match.group(2)
+    except OSError:
+        return None
+    options = {k: v for k, v in entries.items()
+               if re.match(r"^GGML_(NATIVE|AVX|AVX2|AVX512\w*|AMX\w*|FMA|F16C|BMI2|AVX_VNNI)$", k)}
+    flags = " ".join(entries.get(k, "") for k in ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS")).split()
+    return {"cache": cache, "options": options, "flags": flags}
+
+
+def switched_off(build):
+    """The instructions a build switched off with -mno-... (deduplicated, in order)."""
+    off = []
+    for flag in build["flags"]:
+        if flag.startswith("-mno-") and flag[5:] not in off:
+            off.append(flag[5:])
+    return off
+
+
+def is_native(build, crashes):
+    if build is None or build["options"].get("GGML_NATIVE", "OFF").upper() not in ("ON", "1", "TRUE", "YES"):
+        return False
+    return all(name in crashes for name in switched_off(build))
 
 
 def kipp_figures(args, model, flags, figure):
@@ -36,6 +99,7 @@ def kipp_figures(args, model, flags, figure):
     else:
         command += ["-p", "1", "-n", "32", "--depth", str(args.depth)]
     out = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
+    kernel_sets[" ".join([model, *flags])] = out.get("backend", "?")
     if figure == "pp512":
         return out["prefill_tokens_per_second"]["median"]
     if figure == "tg128":
@@ -60,6 +124,9 @@ def anchor_figure(name, binary, args, model, figure):
     return rows[-1]["avg_ts"]
 
 
+kernel_sets = {}  # model and Kipp flags -> the backend Kipp described ("cpu (amx kernels, 2 threads)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--kipp", required=True)
@@ -69,9 +136,13 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--depth", type=int, default=0, help="also tg32 after this many cached tokens")
     parser.add_argument("--figures", default="pp512,tg128", help="comma-separated: pp512, tg128 (empty: only --depth)")
+    parser.add_argument("--crashes-natively", action="append", default=[],
+                        help="an instruction (as in -mno-NAME) a native anchor build stops on here")
     parser.add_argument("models", nargs="+", help="FILE.gguf[:kipp flags]")
     args = parser.parse_args()
     anchors = [tuple(a.split("=", 1)) for a in args.anchor]
+    builds = {name: anchor_build(binary) for name, binary in anchors}
+    native = {name: is_native(builds[name], args.crashes_natively) for name, _ in anchors}
     figures = [f for f in args.figures.split(",") if f] + ([f"tg32@{args.depth}"] if args.depth else [])
 
     samples = {}  # (model spec, figure, engine) -> [tok/s]
@@ -93,17 +164,33 @@ def main():
         median = statistics.median(values)
         return f"{median:.2f} ({min(values):.2f}–{max(values):.2f})", median
 
-    names = ["kipp"] + [name for name, _ in anchors]
-    print("| artifact | figure | " + " | ".join(names) + " | Kipp ÷ best anchor |")
+    name, instructions = processor()
+    print(f"processor: {name} ({', '.join(instructions) or 'no AVX2'}), {args.threads} threads, {args.rounds} rounds")
+    for spec, backend in kernel_sets.items():
+        print(f"kipp on {spec.split('/')[-1]}: {backend}")
+    for anchor, binary in anchors:
+        build = builds[anchor]
+        if build is None:
+            print(f"{anchor}: {binary}: no CMakeCache.txt beside its bin/, so its build is unknown: NOT NATIVE")
+            continue
+        options = ", ".join(f"{k}={v}" for k, v in sorted(build["options"].items()))
+        off = switched_off(build)
+        state = "native" if native[anchor] else "NOT NATIVE (no goal is judged against it)"
+        if native[anchor] and off:
+            state += f" without {', '.join(off)} (stops natively here: --crashes-natively)"
+        print(f"{anchor}: {binary}: {options}; flags '{' '.join(build['flags'])}': {state}")
+    print()
+    names = ["kipp"] + [name + ("" if native[name] else " (not native)") for name, _ in anchors]
+    print("| artifact | figure | " + " | ".join(names) + " | Kipp ÷ best native anchor |")
     print("|---|---|" + "---:|" * (len(names) + 1))
     for spec in args.models:
         for figure in figures:
             cells, medians = [], {}
-            for name in names:
+            for name in ["kipp"] + [name for name, _ in anchors]:
                 text, median = cell(samples.get((spec, figure, name), []))
                 cells.append(text)
                 medians[name] = median
-            anchor_medians = [medians[n] for n, _ in anchors if medians[n]]
+            anchor_medians = [medians[n] for n, _ in anchors if medians[n] and native[n]]
             ratio = f"{medians['kipp'] / max(anchor_medians):.2f}" if anchor_medians else "—"
             print(f"| {spec.split('/')[-1]} | {figure} | " + " | ".join(cells) + f" | {ratio} |")
 

@@ -448,28 +448,26 @@ std::vector<Case> cases() {
   return all;
 }
 
-// The cpu backend's 8-bit activations are refused by name for a MoE checkpoint (they change its
-// routing; the cuda backend's refusal is tested on the emulator, cuda_emulated_test.cpp).
-TEST(MixtureOfExperts, Int8ActivationsAreRefusedByName) {
-  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny.affine4_gs32.gguf");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  BackendOptions int8;
-  int8.int8_activations = true;
-  auto refused = create_backend("cpu", **file, int8);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("--int8-activations is not offered for mixture-of-experts"), std::string::npos)
-      << refused.error().message;
-}
-
-TEST(MixtureOfExperts, Bf16ActivationsAreRefusedByName) {
-  auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny.bf16.gguf");
-  ASSERT_TRUE(file.ok()) << file.error().message;
-  BackendOptions bf16;
-  bf16.bf16_activations = true;
-  auto refused = create_backend("cpu", **file, bf16);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("--bf16-activations is not offered for mixture-of-experts"), std::string::npos)
-      << refused.error().message;
+// The cpu backend's 8-bit and BF16 activations are refused by name for a MoE checkpoint (they
+// change its routing; the cuda backend's refusal is tested on the emulator, cuda_emulated_test.cpp).
+TEST(MixtureOfExperts, RoundedActivationsAreRefusedByName) {
+  struct Refusal {
+    const char* scheme;
+    bool BackendOptions::*flag;
+    const char* message;
+  };
+  for (const Refusal& r : {Refusal{"affine4_gs32", &BackendOptions::int8_activations, "--int8-activations"},
+                           Refusal{"bf16", &BackendOptions::bf16_activations, "--bf16-activations"}}) {
+    auto file = ModelFile::open(testing::test_models_dir() + "/qwen3-moe-tiny." + r.scheme + ".gguf");
+    ASSERT_TRUE(file.ok()) << file.error().message;
+    BackendOptions options;
+    options.*r.flag = true;
+    auto refused = create_backend("cpu", **file, options);
+    ASSERT_FALSE(refused.ok()) << r.message;
+    EXPECT_NE(refused.error().message.find(std::string(r.message) + " is not offered for mixture-of-experts"),
+              std::string::npos)
+        << refused.error().message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllBackends, BackendContract, ::testing::ValuesIn(cases()),
