@@ -71,17 +71,16 @@ def anchor_build(binary):
         return None
     options = {k: v for k, v in entries.items()
                if re.match(r"^GGML_(NATIVE|AVX|AVX2|AVX512\w*|AMX\w*|FMA|F16C|BMI2|AVX_VNNI)$", k)}
-    flags = " ".join(entries.get(k, "") for k in ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS")).split()
+    flags = []  # the C and C++ flags, each once
+    for flag in " ".join(entries.get(k, "") for k in ("CMAKE_C_FLAGS", "CMAKE_CXX_FLAGS")).split():
+        if flag not in flags:
+            flags.append(flag)
     return {"cache": cache, "options": options, "flags": flags}
 
 
 def switched_off(build):
-    """The instructions a build switched off with -mno-... (deduplicated, in order)."""
-    off = []
-    for flag in build["flags"]:
-        if flag.startswith("-mno-") and flag[5:] not in off:
-            off.append(flag[5:])
-    return off
+    """The instructions a build switched off with -mno-..., in order."""
+    return [flag[5:] for flag in build["flags"] if flag.startswith("-mno-")]
 
 
 def is_native(build, crashes):

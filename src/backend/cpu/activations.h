@@ -1,6 +1,6 @@
 // The activation matrices of the fast CPU backend's passes: FP32 rows, plus the quantized forms
-// the products with Q8_0 and Q4_1 weights (and, in some sets, BF16 weights) read (kernels.h),
-// kept beside them.
+// the products with Q8_0 and Q4_1 weights (and, with --bf16-activations, BF16 weights) read
+// (kernels.h), kept beside them.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +84,7 @@ struct Activations {
   std::vector<uint8_t> int16_planes;  // filled for kernel sets with tile products (Kernels::split_int16)
   std::vector<int8_t> int8_values;
   std::vector<float> int8_block_scales, int8_block_sums;
-  std::vector<uint16_t> bf16_values;  // filled for kernel sets with BF16 pair products
+  std::vector<uint16_t> bf16_values;  // filled with --bf16-activations (Kernels::round_bf16)
 };
 
 }  // namespace kipp::cpu

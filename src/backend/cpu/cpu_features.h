@@ -1,6 +1,7 @@
 // Which kernel set the fast CPU backend runs, chosen once at model load from what the processor
-// supports, or forced with --cpu-isa portable|avx2|avx512|avx512bf16|amx (to exercise every path on
-// one machine; --bf16-activations takes avx512bf16). A binary built anywhere runs everywhere: only the chosen set's instructions execute.
+// supports, or forced with --cpu-isa portable|avx2|avx512|avx512bf16|amx (to exercise every path
+// on one machine; --bf16-activations takes avx512bf16). A binary built anywhere runs everywhere:
+// only the chosen set's instructions execute.
 #pragma once
 
 #include <string_view>

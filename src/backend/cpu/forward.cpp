@@ -52,7 +52,7 @@ class Model final : public HostBackendModel {
         packed_(std::move(packed)),
         kernels_(kernels),
         int8_activations_(options.int8_activations),
-        bf16_pairs_(options.bf16_activations),
+        bf16_activations_(options.bf16_activations),
         kv_format_(options.kv_cache),
         checker_(c_.vocab()),
         x_(tokens_per_pass(c_), c_.hidden),
@@ -82,7 +82,7 @@ class Model final : public HostBackendModel {
   std::string describe() const override {
     return std::string("cpu (") + kernels_.isa + " kernels, " + std::to_string(pool_.size()) + " threads" +
            (int8_activations_ ? ", 8-bit activations for Q4_1" : "") +
-           (bf16_pairs_ ? ", BF16 activations for BF16 products" : "") +
+           (bf16_activations_ ? ", BF16 activations for BF16 products" : "") +
            (kv_format_ != KvFormat::bf16 ? std::string(", ") + std::string(kv_format_name(kv_format_)) + " KV cache"
                                          : "") +
            ")";
@@ -116,7 +116,7 @@ class Model final : public HostBackendModel {
   // checkpoints past the gate's NMSE bound), and the head's go straight into the logits, for
   // nothing in prefill, where it runs for one token (src/backend/cpu/KERNELS.md).
   ActivationForm form(const PackedMatrix& weight, bool exact = false) const {
-    return activation_form(weight.format, int8_activations_, bf16_pairs_ && !exact);
+    return activation_form(weight.format, int8_activations_, bf16_activations_ && !exact);
   }
 
   // Every token of the batch through every layer, then logits for the tokens that want them.
@@ -225,7 +225,7 @@ class Model final : public HostBackendModel {
     const PackedMatrix* weight;
     Activations* in;
     Activations* out;
-    bool exact = false;  // x unrounded whatever the set: Q, K and V (form())
+    bool exact = false;  // x unrounded even with --bf16-activations: Q, K and V (form())
   };
 
   // Matrix products over the whole batch, every thread taking its share of each one's rows.
@@ -301,7 +301,7 @@ class Model final : public HostBackendModel {
   std::unique_ptr<PackedWeights> packed_;  // the projections and the output head, as the kernels read them
   const Kernels& kernels_;
   const bool int8_activations_;
-  const bool bf16_pairs_;  // --bf16-activations: BF16 products round x where form() lets them
+  const bool bf16_activations_;  // BF16 products round x to BF16 where form() lets them
   const KvFormat kv_format_;
   EvalChecker checker_;
   // Activations of the current pass, allocated once.

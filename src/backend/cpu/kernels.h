@@ -91,12 +91,12 @@ struct AttentionArgs {
 };
 
 // The form products with weights of a format take (MatmulArgs), with or without
-// --int8-activations, in a set with or without BF16 pair products.
-inline ActivationForm activation_form(WeightFormat format, bool int8_activations, bool bf16_products) {
+// --int8-activations and --bf16-activations.
+inline ActivationForm activation_form(WeightFormat format, bool int8_activations, bool bf16_activations) {
   switch (format) {
     case WeightFormat::q8_0: return ActivationForm::int16;
     case WeightFormat::affine4: return int8_activations ? ActivationForm::int8_blocks : ActivationForm::int16;
-    case WeightFormat::bf16: return bf16_products ? ActivationForm::bf16 : ActivationForm::f32;
+    case WeightFormat::bf16: return bf16_activations ? ActivationForm::bf16 : ActivationForm::f32;
     default: return ActivationForm::f32;
   }
 }
