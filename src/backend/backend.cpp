@@ -51,6 +51,11 @@ Result<std::unique_ptr<BackendModel>> create_backend(std::string_view name, cons
     if (model.checkpoint().is_moe())
       return fail("the cuda backend does not run mixture-of-experts checkpoints (", model.checkpoint().id,
                   "); --backend cpu-ref does");
+    // It returns logits only: the hidden row that embeddings and reranking read waits for a GPU to
+    // test it on.
+    if (model.checkpoint().role != Role::generate)
+      return fail("the cuda backend does not run ", role_name(model.checkpoint().role), " checkpoints (",
+                  model.checkpoint().id, "); --backend cpu and cpu-ref do");
     if (options.kv_cache != KvFormat::bf16)
       return fail("--kv-cache ", kv_format_name(options.kv_cache),
                   " is not offered by the cuda backend, whose cache is BF16 (cpu and cpu-ref offer it)");

@@ -64,6 +64,11 @@ struct EvalItem {
   // Empty means the identity table, which only a private session may use. The blocks this item
   // writes must appear nowhere else in the call; the blocks it only reads may be shared.
   std::span<const uint32_t> block_table;
+  // When set: the final-normed hidden state of the item's last token (hidden FP32 values). It is
+  // the one output beside logits (../shared/REVIEW-QWEN3-MOE.md): an embedding is made of it, and
+  // a reranker's score of it and two rows of the head. A checkpoint without a head (role embed)
+  // offers only this.
+  float* hidden = nullptr;
 };
 
 class BackendModel {

@@ -3,8 +3,16 @@
 #include <algorithm>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace kipp {
+
+EvalChecker::EvalChecker(const Checkpoint& checkpoint, std::string logits_refusal)
+    : checkpoint_(checkpoint), logits_refusal_(std::move(logits_refusal)) {
+  if (!checkpoint.has_head())
+    logits_refusal_ = std::string(checkpoint.id) + " has no output head: it computes embeddings (role " +
+                      std::string(role_name(checkpoint.role)) + "), not logits";
+}
 
 Status EvalChecker::check(std::span<const EvalItem> items) {
   for (size_t i = 0; i < items.size(); ++i)
@@ -23,8 +31,15 @@ Status EvalChecker::check_item(const EvalItem& item) const {
   if (item.logit_rows > item.tokens.size())
     return fail(item.logit_rows, " logit rows requested for ", item.tokens.size(), " tokens");
   if (item.logit_rows > 0 && !item.logits) return fail("logit rows requested without a buffer");
+  if (item.logit_rows > 0 && !logits_refusal_.empty()) return fail(logits_refusal_);
+  if (item.hidden && item.tokens.empty()) return fail("a hidden row requested for no tokens");
+  // The embedding and reranker checkpoints have fewer rows than the generative ones: an id past
+  // them is refused here, never read out of bounds.
+  const uint32_t vocab = checkpoint_.vocab();
   for (uint32_t token : item.tokens)
-    if (token >= vocab_) return fail("token ", token, " is outside the vocabulary of ", vocab_);
+    if (token >= vocab)
+      return fail("token ", token, " is outside the vocabulary of ", vocab, " (the token embedding rows of ",
+                  checkpoint_.id, ")");
   return check_block_table(item);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -12,9 +13,12 @@ namespace kipp {
 
 class EvalChecker {
  public:
-  explicit EvalChecker(uint32_t vocab) : vocab_(vocab) {}
+  // `logits_refusal`, when not empty, is why this backend computes no logits for the checkpoint
+  // (a checkpoint without a head never has them).
+  explicit EvalChecker(const Checkpoint& checkpoint, std::string logits_refusal = {});
 
-  // Each item alone (session, positions, capacity, logit rows, token ids, block table), then the
+  // Each item alone (session, positions, capacity, logit rows and hidden row, token ids, block
+  // table), then the
   // call as a whole: a session appears once, and no block that one item writes is read or
   // written by another.
   Status check(std::span<const EvalItem> items);
@@ -24,7 +28,8 @@ class EvalChecker {
   Status check_block_table(const EvalItem& item) const;
   Status check_block_ownership(std::span<const EvalItem> items);
 
-  uint32_t vocab_;
+  const Checkpoint& checkpoint_;
+  std::string logits_refusal_;
   struct BlockUse {
     const void* store;
     uint32_t block;

@@ -292,6 +292,7 @@ class Chat {
 Status run_chat(const ChatArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   const Checkpoint& c = model->checkpoint();
+  if (std::string refusal = role_refusal(c, Role::generate, "kipp chat"); !refusal.empty()) return fail(refusal);
   if (c.variant == Variant::base)
     return fail(c.id, " is a base checkpoint: it has no chat template (continue raw text with `kipp generate`)");
   KIPP_ASSIGN(SamplingParams sampling, args.sampling.resolve(c.variant));

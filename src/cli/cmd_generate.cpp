@@ -62,6 +62,7 @@ nlohmann::json timings_json(const GenerationTimings& t) {
 Status run_generate(const GenerateArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   const Checkpoint& c = model->checkpoint();
+  if (std::string refusal = role_refusal(c, Role::generate, "kipp generate"); !refusal.empty()) return fail(refusal);
   KIPP_ASSIGN(SamplingParams sampling, args.sampling.resolve(c.variant));
   KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(model->tokenizer()));
   KIPP_TRY(validate(sampling, uint32_t(tokenizer.vocab_size())));

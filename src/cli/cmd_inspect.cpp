@@ -50,6 +50,12 @@ void print_summary(const gguf::File& file, uint64_t file_bytes) {
 
 void print_model_facts(const ValidatedArtifact& artifact) {
   const Checkpoint& c = *artifact.checkpoint;
+  std::printf("\nrole             %s", std::string(role_name(c.role)).c_str());
+  if (c.role == Role::embed)
+    std::printf(" (no head: the vector is the final norm at the appended <|endoftext|>, %u to %u values)",
+                family::matryoshka_min_dims, c.hidden);
+  if (c.role == Role::rerank)
+    std::printf(" (scores P(\"yes\") from head rows %u and %u)", family::token_yes, family::token_no);
   std::printf("\nvariant          %s\n", std::string(variant_name(c.variant)).c_str());
   std::printf("dimensions       %u layers, hidden %u, ffn %u, %u q heads / %u kv heads x %u, vocab %u\n", c.layers,
               c.hidden, c.ffn, c.q_heads, c.kv_heads, c.head_dim(), c.vocab());

@@ -21,6 +21,8 @@ Command add_inspect_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_detokenize_command(CLI::App& app);
 Command add_logits_command(CLI::App& app);
+Command add_embed_command(CLI::App& app);
+Command add_rerank_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_template_command(CLI::App& app);

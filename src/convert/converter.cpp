@@ -8,6 +8,7 @@
 #include "convert/hf_config.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
+#include "convert/sentence_transformers.h"
 #include "gguf/gguf_writer.h"
 #include "quant/blocks.h"
 #include "quant/float_formats.h"
@@ -22,7 +23,13 @@ constexpr uint64_t kChunkBytes = 8ull << 20;  // source bytes read per step: bou
 constexpr const char* kConverterVersion = "kipp-convert 1";
 
 constexpr const char* kHeadName = "lm_head.weight";
-constexpr const char* kEmbeddingName = "model.embed_tokens.weight";
+
+// The token embedding's source name: model.embed_tokens.weight, or embed_tokens.weight in an
+// embedding checkpoint (saved without the prefix).
+std::string embedding_name(const Checkpoint& c) { return std::string(c.source_prefix()) + "embed_tokens.weight"; }
+
+// The checkpoints that store a tied head (Qwen3-0.6B and -1.7B) name their embedding so.
+constexpr const char* kStoredBesideEmbedding = "model.embed_tokens.weight";
 
 std::string shape_text(const std::vector<uint64_t>& shape) {
   std::string text;
@@ -66,7 +73,7 @@ Result<StoredTiedHead> compare_stored_head(const SafetensorsCheckpoint& source, 
   StoredTiedHead head;
   const SafetensorsTensor* stored = source.find(kHeadName);
   if (!checkpoint.tied || !stored) return head;  // an untied checkpoint's lm_head is its head
-  const SafetensorsTensor* embedding = source.find(kEmbeddingName);
+  const SafetensorsTensor* embedding = source.find(embedding_name(checkpoint));
   head.present = true;
   head.elements = stored->bytes / 2;
   std::vector<uint16_t> a(kChunkBytes / 2), b(kChunkBytes / 2);
@@ -157,6 +164,10 @@ void add_metadata(gguf::Writer& writer, const Checkpoint& c, QuantScheme scheme,
   writer.add_u32(keys::eos_token_id, tok.eos_id);
   writer.add_u32(keys::padding_token_id, tok.padding_id);
   writer.add_bool(keys::add_bos_token, false);
+  if (c.appends_endoftext()) {
+    writer.add_bool(keys::add_eos_token, true);
+    writer.add_u32(key(keys::pooling_type), keys::kPoolingLast);
+  }
   if (tok.chat_template) writer.add_string(keys::chat_template, *tok.chat_template);
   writer.add_u32(keys::kipp_format_version, kArtifactFormatVersion);
   writer.add_string(keys::kipp_checkpoint, c.id);
@@ -220,10 +231,10 @@ std::string describe_stored_tied_head(const StoredTiedHead& head, std::string_vi
   if (!head.present) return {};
   std::string line =
       std::string(kHeadName) + ": stored although " + std::string(checkpoint_id) + " ties the head to the embedding; ";
-  if (head.differing_elements == 0) line += "bit for bit equal to " + std::string(kEmbeddingName);
+  if (head.differing_elements == 0) line += "bit for bit equal to " + std::string(kStoredBesideEmbedding);
   else
-    line += "differs from " + std::string(kEmbeddingName) + " in " + std::to_string(head.differing_elements) + " of " +
-            std::to_string(head.elements) + " elements";
+    line += "differs from " + std::string(kStoredBesideEmbedding) + " in " + std::to_string(head.differing_elements) +
+            " of " + std::to_string(head.elements) + " elements";
   return line + "; not written (the embedding is the head, as in transformers)";
 }
 
@@ -258,6 +269,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
     KIPP_ASSIGN(std::string tokenizer_config, read_text_file(dir + "/tokenizer_config.json"));
     KIPP_ASSIGN(tokenizer, convert_hf_tokenizer(tokenizer_text, tokenizer_config, c));
   }
+  if (c.role == Role::embed) KIPP_TRY(check_sentence_transformers(dir, c));
   KIPP_ASSIGN(SafetensorsCheckpoint source, SafetensorsCheckpoint::open(dir));
   const std::vector<ExpectedTensor> expected = expected_tensors(c);
   KIPP_TRY(check_tensor_set(source, unstacked(expected), c));
@@ -265,6 +277,8 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
 
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
   std::vector<std::string> files = {"config.json", "tokenizer.json", "tokenizer_config.json"};
+  if (c.role == Role::embed)
+    for (const std::string& file : sentence_transformers_files()) files.push_back(file);
   files.insert(files.end(), source.source_files().begin(), source.source_files().end());
   KIPP_ASSIGN(std::vector<std::string> hashes, sha256_of_files(dir, files, options.known_sha256));
 

@@ -59,6 +59,45 @@ Status check_pipeline(const json::Json& tokenizer) {
   return {};
 }
 
+// The TemplateProcessing step of a post_processor (itself, or one step of a Sequence), or null.
+const json::Json* template_step(const json::Json& post) {
+  if (!post.is_object()) return nullptr;
+  if (string_member(post, "type") == "TemplateProcessing") return &post;
+  if (string_member(post, "type") != "Sequence" || !post.contains("processors") || !post["processors"].is_array())
+    return nullptr;
+  for (const auto& step : post["processors"])
+    if (step.is_object() && string_member(step, "type") == "TemplateProcessing") return &step;
+  return nullptr;
+}
+
+// What the tokenizer adds around one input, against the registry: an embedding checkpoint's
+// post-processor appends <|endoftext|> (single = $A <|endoftext|>), which is the token its vector
+// is read at; every other checkpoint's adds nothing. Kipp appends the token itself
+// (Checkpoint::appends_endoftext), so a tokenizer.json that disagrees is refused, not followed.
+Status check_post_processor(const json::Json& tokenizer, const Checkpoint& checkpoint) {
+  const std::string what = "tokenizer.json: post_processor";
+  auto it = tokenizer.find("post_processor");
+  const json::Json* step = it == tokenizer.end() ? nullptr : template_step(*it);
+  if (!checkpoint.appends_endoftext()) {
+    if (step) return fail(what, " is a TemplateProcessing, but ", checkpoint.id, "'s tokenizer adds no tokens");
+    return {};
+  }
+  if (!step)
+    return fail(what, " does not append <|endoftext|>, which ", checkpoint.id,
+                "'s published tokenizer does (a TemplateProcessing single = $A <|endoftext|>)");
+  const json::Json single = step->value("single", json::Json());
+  const json::Json sequence = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const json::Json endoftext = {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}};
+  if (single != json::Json::array({sequence, endoftext}))
+    return fail(what, ": single is ", single.dump(), ", expected $A <|endoftext|>");
+  const json::Json ids = step->value("special_tokens", json::Json::object())
+                             .value("<|endoftext|>", json::Json())
+                             .value("ids", json::Json());
+  if (ids != json::Json::array({family::token_endoftext}))
+    return fail(what, ": <|endoftext|> has ids ", ids.dump(), ", expected [", family::token_endoftext, "]");
+  return {};
+}
+
 Result<std::string> special_token_name(const json::Json& config, const char* key) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return std::string();
@@ -199,6 +238,7 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
   KIPP_ASSIGN(json::Json tokenizer, json::parse(tokenizer_text, "tokenizer.json"));
   KIPP_ASSIGN(json::Json config, json::parse(config_text, "tokenizer_config.json"));
   KIPP_TRY(check_pipeline(tokenizer));
+  KIPP_TRY(check_post_processor(tokenizer, checkpoint));
   Vocabulary vocabulary(checkpoint.vocab());
   const json::Json& model = tokenizer["model"];
   KIPP_TRY(place_vocab(model, vocabulary));
@@ -210,6 +250,10 @@ Result<ConvertedTokenizer> convert_hf_tokenizer(const std::string& tokenizer_tex
   ConvertedTokenizer out;
   KIPP_ASSIGN(out.merges, read_merges(model, vocabulary));
   KIPP_ASSIGN(out.eos_id, special_token_id(config, "eos_token", family::token_endoftext, vocabulary));
+  // An embedding checkpoint's tokenizer_config.json names <|im_end|> (Qwen3-Embedding-0.6B, 4B)
+  // while its post-processor ends every input with <|endoftext|>: the artifact's eos is the latter,
+  // with add_eos_token, as llama.cpp needs to embed it.
+  if (checkpoint.appends_endoftext()) out.eos_id = family::token_endoftext;
   if (out.eos_id != checkpoint.eos_id())
     return fail("tokenizer_config.json: eos_token is id ", out.eos_id, ", expected ", checkpoint.eos_id(), " for ",
                 checkpoint.id, " (", variant_name(checkpoint.variant), ")");

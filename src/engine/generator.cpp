@@ -60,7 +60,7 @@ class Generator {
         options_(options),
         decoder_(std::move(decoder)),
         on_text_(on_text),
-        logits_(size_t(options.speculative ? kMaxDraftTokens + 1 : 1) * family::vocab) {}
+        logits_(size_t(options.speculative ? kMaxDraftTokens + 1 : 1) * c.tokenizer.vocab_size()) {}
 
   Result<Generation> run(std::span<const uint32_t> prompt) {
     const Clock::time_point start = Clock::now();
@@ -152,7 +152,7 @@ class Generator {
     uint32_t accepted = 0;
     bool going = true;
     while (accepted < drafted && budget_left()) {
-      const float* draft_row = logits_.data() + size_t(accepted) * family::vocab;
+      const float* draft_row = logits_.data() + size_t(accepted) * c_.tokenizer.vocab_size();
       KIPP_ASSIGN(const uint32_t predicted, decoder_.choose(std::span(draft_row, c_.tokenizer.vocab_size())));
       if (predicted != batch[accepted + 1]) break;
       ++accepted;
@@ -168,7 +168,7 @@ class Generator {
     // Drop the rejected draft tokens from the cache; the next token comes from the row after the
     // last accepted one (chosen again there: greedy gives the same token).
     if (accepted < drafted) KIPP_TRY(c_.session.truncate(c_.session.length() - (drafted - accepted)));
-    return logits_.data() + size_t(accepted) * family::vocab;
+    return logits_.data() + size_t(accepted) * c_.tokenizer.vocab_size();
   }
 
   const GenerateContext& c_;

@@ -30,7 +30,7 @@ Result<PerplexityResult> perplexity(BackendModel& model, std::span<const uint32_
     if (token >= vocab) return fail("token ", token, " is outside the vocabulary");
   window = uint32_t(std::min<size_t>(window, tokens.size()));
   KIPP_ASSIGN(std::unique_ptr<BackendSession> session, model.create_session(window));
-  std::vector<float> logits(size_t(kRowsPerCall) * family::vocab);
+  std::vector<float> logits(size_t(kRowsPerCall) * vocab);
   PerplexityResult result;
   double nll = 0.0;
   const auto start = std::chrono::steady_clock::now();
@@ -44,7 +44,7 @@ Result<PerplexityResult> perplexity(BackendModel& model, std::span<const uint32_
       KIPP_TRY(model.eval(std::span(&item, 1)));
       // Row r predicts the token after piece[r]: part[at + r + 1], when the window has one.
       for (uint32_t r = 0; r < rows && at + r + 1 < part.size(); ++r) {
-        nll += negative_log_likelihood(logits.data() + size_t(r) * family::vocab, vocab, part[at + r + 1]);
+        nll += negative_log_likelihood(logits.data() + size_t(r) * vocab, vocab, part[at + r + 1]);
         ++result.scored;
       }
     }

@@ -73,12 +73,14 @@ std::vector<uint64_t> ExpectedTensor::hf_shape() const {
 
 std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
   const uint64_t hidden = c.hidden, ffn = c.ffn, q = c.attention_width(), kv = c.kv_width(), head = c.head_dim();
+  const std::string prefix(c.source_prefix());
   std::vector<ExpectedTensor> out;
-  out.push_back({"token_embd.weight", "model.embed_tokens.weight", TensorRole::token_embedding, -1, c.vocab(), hidden});
-  out.back().is_head = c.tied;
+  out.push_back(
+      {"token_embd.weight", prefix + "embed_tokens.weight", TensorRole::token_embedding, -1, c.vocab(), hidden});
+  out.back().is_head = c.has_head() && c.tied;
   for (int l = 0; l < int(c.layers); ++l) {
     const std::string blk = "blk." + std::to_string(l) + ".";
-    const std::string hf = "model.layers." + std::to_string(l) + ".";
+    const std::string hf = prefix + "layers." + std::to_string(l) + ".";
     auto add = [&](const char* gguf, const char* hf_suffix, TensorRole role, uint64_t rows, uint64_t cols) {
       out.push_back({blk + gguf + ".weight", hf + hf_suffix + ".weight", role, l, rows, cols});
     };
@@ -107,8 +109,8 @@ std::vector<ExpectedTensor> expected_tensors(const Checkpoint& c) {
     add_stack("ffn_up_exps", "up_proj", TensorRole::ffn_up_exps, expert_ffn, hidden);
     add_stack("ffn_down_exps", "down_proj", TensorRole::ffn_down_exps, hidden, expert_ffn);
   }
-  out.push_back({"output_norm.weight", "model.norm.weight", TensorRole::output_norm, -1, 1, hidden});
-  if (!c.tied) {
+  out.push_back({"output_norm.weight", prefix + "norm.weight", TensorRole::output_norm, -1, 1, hidden});
+  if (c.has_head() && !c.tied) {
     out.push_back({"output.weight", "lm_head.weight", TensorRole::output, -1, c.vocab(), hidden});
     out.back().is_head = true;
   }

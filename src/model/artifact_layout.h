@@ -33,6 +33,10 @@ inline constexpr std::string_view value_length = "qwen3.attention.value_length";
 inline constexpr std::string_view rms_epsilon = "qwen3.attention.layer_norm_rms_epsilon";
 inline constexpr std::string_view rope_freq_base = "qwen3.rope.freq_base";
 inline constexpr std::string_view rope_dimension_count = "qwen3.rope.dimension_count";
+// An embedding artifact's pooling, in llama.cpp's enum (3: the last token), which its
+// `--embedding` reads, with add_eos_token below.
+inline constexpr std::string_view pooling_type = "qwen3.pooling_type";
+inline constexpr uint32_t kPoolingLast = 3;
 // The MoE hyperparameters, in llama.cpp's qwen3moe spelling (it writes no key for the routing,
 // which is fixed for the architecture: softmax, top-k renormalised).
 inline constexpr std::string_view expert_count = "qwen3moe.expert_count";
@@ -47,6 +51,7 @@ inline constexpr std::string_view bos_token_id = "tokenizer.ggml.bos_token_id";
 inline constexpr std::string_view eos_token_id = "tokenizer.ggml.eos_token_id";
 inline constexpr std::string_view padding_token_id = "tokenizer.ggml.padding_token_id";
 inline constexpr std::string_view add_bos_token = "tokenizer.ggml.add_bos_token";
+inline constexpr std::string_view add_eos_token = "tokenizer.ggml.add_eos_token";
 inline constexpr std::string_view chat_template = "tokenizer.chat_template";
 inline constexpr std::string_view kipp_format_version = "kipp.format_version";
 inline constexpr std::string_view kipp_checkpoint = "kipp.checkpoint";

@@ -1,6 +1,7 @@
 #include "model/model_file.h"
 
 #include <cstring>
+#include <utility>
 
 #include "util/printable.h"
 #include "util/utf8.h"
@@ -34,9 +35,9 @@ Status expect_string(const gguf::File& file, std::string_view key, std::string_v
   return {};
 }
 
-Result<uint32_t> token_id(const gguf::File& file, std::string_view key) {
+Result<uint32_t> token_id(const gguf::File& file, std::string_view key, uint32_t vocab) {
   KIPP_ASSIGN(uint32_t id, file.get_u32(key));
-  if (id >= family::vocab) return fail("metadata ", key, " is ", id, ", outside the vocabulary of ", family::vocab);
+  if (id >= vocab) return fail("metadata ", key, " is ", id, ", outside the vocabulary of ", vocab);
   return id;
 }
 
@@ -76,6 +77,13 @@ Status check_hyperparameters(const gguf::File& file, const Checkpoint& c) {
     KIPP_TRY(expect_u32(file, keys::expert_count, c.experts.count, c));
     KIPP_TRY(expect_u32(file, keys::expert_used_count, c.experts.per_token, c));
     KIPP_TRY(expect_u32(file, keys::expert_feed_forward_length, c.experts.ffn, c));
+  }
+  // An embedding artifact tells llama.cpp what Kipp knows from the registry: the last token's state,
+  // with <|endoftext|> appended to every input.
+  if (c.appends_endoftext()) {
+    KIPP_TRY(expect_u32(file, key(keys::pooling_type), keys::kPoolingLast, c));
+    KIPP_ASSIGN(bool add_eos, file.get_bool(keys::add_eos_token));
+    if (!add_eos) return fail("metadata ", keys::add_eos_token, " is false; ", c.id, " appends <|endoftext|>");
   }
   if (file.alignment != gguf::kDefaultAlignment)
     return fail("metadata ", keys::alignment, " is ", file.alignment, ", Kipp artifacts use ", gguf::kDefaultAlignment);
@@ -119,6 +127,12 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
     if (!utf8::validate(text)) return fail("metadata ", keys::tokens, ": token ", id, " is not valid UTF-8");
   }
   data.tokens = tokens->strings;
+  // A reranker's score reads the head rows of "yes" and "no" by id: they must be those words.
+  if (c.role == Role::rerank)
+    for (auto [id, word] : {std::pair{family::token_yes, "yes"}, std::pair{family::token_no, "no"}})
+      if (data.tokens[id] != word)
+        return fail("metadata ", keys::tokens, ": token ", id, " is \"", printable(data.tokens[id]), "\", expected \"",
+                    word, "\" (", c.id, " scores by it)");
 
   KIPP_ASSIGN(const gguf::Value* types, file.get_array(keys::token_type, gguf::ValueType::i32));
   if (types->count != tokens->count)
@@ -157,12 +171,12 @@ Result<TokenizerData> check_tokenizer(const gguf::File& file, const Checkpoint& 
   }
   data.merges = merges->strings;
 
-  KIPP_ASSIGN(data.eos_id, token_id(file, keys::eos_token_id));
+  KIPP_ASSIGN(data.eos_id, token_id(file, keys::eos_token_id, c.vocab()));
   if (data.eos_id != c.eos_id())
     return fail("metadata ", keys::eos_token_id, " is ", data.eos_id, ", expected ", c.eos_id(), " for ", c.id);
-  KIPP_ASSIGN(data.padding_id, token_id(file, keys::padding_token_id));
+  KIPP_ASSIGN(data.padding_id, token_id(file, keys::padding_token_id, c.vocab()));
   if (file.find(keys::bos_token_id)) {
-    KIPP_ASSIGN(data.bos_id, token_id(file, keys::bos_token_id));
+    KIPP_ASSIGN(data.bos_id, token_id(file, keys::bos_token_id, c.vocab()));
   }
   KIPP_ASSIGN(data.add_bos, file.get_bool(keys::add_bos_token));
   if (data.add_bos) return fail("metadata ", keys::add_bos_token, " is true; Qwen3 inserts no BOS token");

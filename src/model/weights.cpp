@@ -83,7 +83,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const Checkpoint& chec
     KIPP_INVARIANT(slot != nullptr);  // every role expected_tensors() names has its slot
     *slot = WeightView{info->data.data(), format_of(type), tensor.rows, tensor.cols, info->bytes, tensor.experts};
   }
-  if (checkpoint.tied) weights.lm_head = weights.token_embedding;
+  if (checkpoint.has_head() && checkpoint.tied) weights.lm_head = weights.token_embedding;
   weights.experts_per_token = checkpoint.experts.per_token;
   return weights;
 }

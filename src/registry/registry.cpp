@@ -1,5 +1,7 @@
 #include "registry/registry.h"
 
+#include <string>
+
 namespace kipp {
 namespace {
 
@@ -167,6 +169,118 @@ constexpr Checkpoint kCheckpoints[] = {
      false,
      Architecture::moe,
      {128, 8, 1536}},
+    // The embedding and reranker checkpoints (../shared/QWEN3-MOE-EMBED-AS-PUBLISHED.md §6-§7,
+    // docs/MODELS.md for the source of each fact): dense Qwen3 layers whose config.json says
+    // Qwen3ForCausalLM like the rest; the role is this registry's. An embedding checkpoint's
+    // variant is base: its tokenizer ends every input with <|endoftext|>, the token it pools.
+    {"qwen3-embedding-0.6b",
+     "Qwen/Qwen3-Embedding-0.6B",
+     "97b0c614be4d77ee51c0cef4e5f07c00f9eb65b3",
+     Variant::base,
+     28,
+     1024,
+     3072,
+     16,
+     8,
+     32768,
+     1e6f,
+     true,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::embed,
+     151669},
+    {"qwen3-embedding-4b",
+     "Qwen/Qwen3-Embedding-4B",
+     "5cf2132abc99cad020ac570b19d031efec650f2b",
+     Variant::base,
+     36,
+     2560,
+     9728,
+     32,
+     8,
+     40960,
+     1e6f,
+     true,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::embed,
+     151665},
+    {"qwen3-embedding-8b",
+     "Qwen/Qwen3-Embedding-8B",
+     "1d8ad4ca9b3dd8059ad90a75d4983776a23d44af",
+     Variant::base,
+     36,
+     4096,
+     12288,
+     32,
+     8,
+     40960,
+     1e6f,
+     false,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::embed,
+     151665},
+    {"qwen3-reranker-0.6b",
+     "Qwen/Qwen3-Reranker-0.6B",
+     "e61197ed45024b0ed8a2d74b80b4d909f1255473",
+     Variant::instruct,
+     28,
+     1024,
+     3072,
+     16,
+     8,
+     40960,
+     1e6f,
+     true,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::rerank,
+     151669},
+    {"qwen3-reranker-4b",
+     "Qwen/Qwen3-Reranker-4B",
+     "22e683669bc0f0bd69640a1354a6d0aebcfeede5",
+     Variant::instruct,
+     36,
+     2560,
+     9728,
+     32,
+     8,
+     40960,
+     1e6f,
+     true,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::rerank,
+     151669},
+    {"qwen3-reranker-8b",
+     "Qwen/Qwen3-Reranker-8B",
+     "77d193c791ed757ca307ee72715aa132723da912",
+     Variant::instruct,
+     36,
+     4096,
+     12288,
+     32,
+     8,
+     40960,
+     1e6f,
+     false,
+     false,
+     false,
+     Architecture::dense,
+     {},
+     Role::rerank,
+     151669},
     // Each test entry's fixture lays out the files of one published checkpoint (tests/support/
     // published_layout.cpp names which); stores_tied_head follows that checkpoint.
     {"kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny", "0000000000000000000000000000000000000001", Variant::instruct, 2,
@@ -225,6 +339,44 @@ constexpr Checkpoint kCheckpoints[] = {
      true,
      Architecture::moe,
      {128, 8, 64}},
+    // An embedding checkpoint at tiny width in Qwen3-Embedding-4B's files (151,665 rows, no head, no
+    // "model." prefix), and a tied reranker in Qwen3-Reranker-0.6B's.
+    {"kipp-test/qwen3-embedding-tiny",
+     "kipp-test/qwen3-embedding-tiny",
+     "000000000000000000000000000000000000000c",
+     Variant::base,
+     2,
+     256,
+     768,
+     8,
+     8,
+     4096,
+     1e6f,
+     true,
+     false,
+     true,
+     Architecture::dense,
+     {},
+     Role::embed,
+     151665},
+    {"kipp-test/qwen3-reranker-tiny",
+     "kipp-test/qwen3-reranker-tiny",
+     "000000000000000000000000000000000000000d",
+     Variant::instruct,
+     2,
+     256,
+     768,
+     8,
+     8,
+     4096,
+     1e6f,
+     true,
+     false,
+     true,
+     Architecture::dense,
+     {},
+     Role::rerank,
+     151669},
     {"kipp-test/qwen3-30b-a3b-shape",
      "kipp-test/qwen3-30b-a3b-shape",
      "000000000000000000000000000000000000000a",
@@ -260,19 +412,40 @@ std::string_view architecture_name(Architecture architecture) {
   return architecture == Architecture::moe ? "moe" : "dense";
 }
 
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::generate: return "generate";
+    case Role::embed: return "embed";
+    case Role::rerank: return "rerank";
+  }
+  return "unknown";
+}
+
+std::string role_refusal(const Checkpoint& checkpoint, Role wanted, std::string_view what) {
+  if (checkpoint.role == wanted) return {};
+  std::string_view serves;
+  switch (checkpoint.role) {
+    case Role::generate: serves = "it generates text: kipp generate, kipp chat, /v1/chat/completions"; break;
+    case Role::embed: serves = "it computes embeddings: kipp embed, /v1/embeddings"; break;
+    case Role::rerank: serves = "it scores documents against a query: kipp rerank, /v1/rerank"; break;
+  }
+  return std::string(checkpoint.id) + " has the role " + std::string(role_name(checkpoint.role)) + " (" +
+         std::string(serves) + "); " + std::string(what) + " serves the role " + std::string(role_name(wanted));
+}
+
 std::vector<uint32_t> Checkpoint::stop_ids() const {
   if (variant == Variant::base) return {family::token_endoftext};
   return {family::token_im_end, family::token_endoftext};
 }
 
 uint64_t Checkpoint::parameter_count() const {
-  const uint64_t h = hidden, f = ffn, v = family::vocab, q = attention_width(), kv = kv_width();
+  const uint64_t h = hidden, f = ffn, v = vocab(), q = attention_width(), kv = kv_width();
   const uint64_t mlp = is_moe() ? uint64_t{experts.count} * h                          // router
                                       + uint64_t{experts.count} * 3 * h * experts.ffn  // each expert's gate, up, down
                                 : 3 * h * f;                                           // gate, up, down
   const uint64_t per_layer = h * q + 2 * h * kv + q * h                                // q, k, v, o projections
                              + mlp + 2 * h + 2 * family::head_dim;                     // two layer norms, q/k norms
-  return v * h * (tied ? 1 : 2) + h + per_layer * layers;
+  return v * h * (has_head() && !tied ? 2 : 1) + h + per_layer * layers;
 }
 
 std::span<const Checkpoint> all_checkpoints() { return kCheckpoints; }

@@ -26,6 +26,14 @@ enum class Architecture { dense, moe };
 
 std::string_view architecture_name(Architecture architecture);
 
+// What a checkpoint is served for (../shared/REVIEW-QWEN3-MOE.md): text (generate), one vector per
+// input (embed: Qwen3-Embedding), or one relevance score per query and document (rerank:
+// Qwen3-Reranker). Decided by the registry, never by config.json, which says Qwen3ForCausalLM for
+// all three.
+enum class Role { generate, embed, rerank };
+
+std::string_view role_name(Role role);
+
 // The experts of a MoE checkpoint. The rest of the block is fixed by the family and checked in
 // config.json: every layer is sparse (decoder_sparse_step 1, mlp_only_layers empty), the top-k
 // probabilities are renormalised (norm_topk_prob true), and there is no shared expert.
@@ -43,6 +51,13 @@ inline constexpr float rms_norm_eps = 1e-6f;
 inline constexpr uint32_t token_endoftext = 151643;
 inline constexpr uint32_t token_im_start = 151644;
 inline constexpr uint32_t token_im_end = 151645;
+// The reranker's answer tokens: its score is sigmoid(logit "yes" - logit "no") at the last position
+// (../shared/QWEN3-MOE-EMBED-AS-PUBLISHED.md §7).
+inline constexpr uint32_t token_yes = 9693;
+inline constexpr uint32_t token_no = 2152;
+// The smallest Matryoshka cut of an embedding the Qwen3-Embedding cards offer (32 up to the hidden
+// width).
+inline constexpr uint32_t matryoshka_min_dims = 32;
 }  // namespace family
 
 struct Checkpoint {
@@ -64,11 +79,23 @@ struct Checkpoint {
   bool synthetic;  // a kipp-test/ entry: generated locally, never offered by `kipp pull`
   Architecture architecture = Architecture::dense;
   Experts experts = {};  // all zero in a dense checkpoint
+  Role role = Role::generate;
+  // Rows of the token embedding (and of the head), which is also the artifact's vocabulary: 151936
+  // in the generative checkpoints; the embedding and reranker checkpoints publish their
+  // tokenizer's own count (151665 or 151669).
+  uint32_t vocab_rows = family::vocab;
 
   bool is_moe() const { return architecture == Architecture::moe; }
+  // An embedding checkpoint is saved from transformers' Qwen3Model: no output head, and tensor
+  // names without the "model." prefix. Its tokenizer.json's post-processor appends <|endoftext|>
+  // to every input, which is the token whose hidden state becomes the vector
+  // (../shared/QWEN3-MOE-EMBED-AS-PUBLISHED.md §6).
+  bool has_head() const { return role != Role::embed; }
+  bool appends_endoftext() const { return role == Role::embed; }
+  std::string_view source_prefix() const { return role == Role::embed ? "" : "model."; }
 
   uint32_t head_dim() const { return family::head_dim; }
-  uint32_t vocab() const { return family::vocab; }
+  uint32_t vocab() const { return vocab_rows; }
   float rms_norm_eps() const { return family::rms_norm_eps; }
   // The attention width is q_heads * head_dim; it is NOT the hidden width in general.
   uint32_t attention_width() const { return q_heads * family::head_dim; }
@@ -77,8 +104,8 @@ struct Checkpoint {
   uint32_t eos_id() const { return variant == Variant::base ? family::token_endoftext : family::token_im_end; }
   std::vector<uint32_t> stop_ids() const;
   // Tensors in the artifact: 2 + 11 per layer (12 in a MoE layer: the router and three stacks of
-  // experts in place of three projections), + lm_head when untied.
-  uint32_t tensor_count() const { return 2 + (is_moe() ? 12 : 11) * layers + (tied ? 0 : 1); }
+  // experts in place of three projections), + lm_head when untied (and not an embedding checkpoint).
+  uint32_t tensor_count() const { return 2 + (is_moe() ? 12 : 11) * layers + (has_head() && !tied ? 1 : 0); }
   // Tensors in the published safetensors: the artifact's, each stack of experts as one tensor per
   // expert, + a stored head of a tied checkpoint.
   uint32_t source_tensor_count() const {
@@ -88,6 +115,11 @@ struct Checkpoint {
   uint64_t kv_bytes_per_token() const { return uint64_t{layers} * 2 * kv_heads * family::head_dim * 2; }
   uint64_t parameter_count() const;
 };
+
+// The refusal a command or endpoint (`what`: "kipp generate", "/v1/embeddings") that serves
+// checkpoints of role `wanted` gives one of another role, naming both roles and where the
+// checkpoint is served; empty when the roles agree.
+std::string role_refusal(const Checkpoint& checkpoint, Role wanted, std::string_view what);
 
 std::span<const Checkpoint> all_checkpoints();
 const Checkpoint* find_checkpoint(std::string_view id);

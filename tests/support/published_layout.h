@@ -18,15 +18,32 @@ namespace kipp::testing {
 // MoE files (Qwen3MoeForCausalLM, 34 keys) differ in how rope_theta is written: a float in the
 // April 2025 releases (1000000.0), an integer in the 2507 and Coder files, which also name
 // transformers 4.52.3.
-enum class ConfigForm { base, post_trained, moe_base, moe_april, moe_2507, moe_coder };
+// The embedding and reranker files (transformers 4.51.2 or 4.51.3's writer: a final newline) differ
+// in eos_token_id, which is 151645 in Qwen3-Embedding-4B and the rerankers, 151643 in
+// Qwen3-Embedding-0.6B and -8B.
+enum class ConfigForm {
+  base,
+  post_trained,
+  moe_base,
+  moe_april,
+  moe_2507,
+  moe_coder,
+  embedding,     // Qwen3-Embedding-0.6B: eos 151643, transformers 4.51.3
+  embedding_4b,  // eos 151645, transformers 4.51.2
+  embedding_8b,  // eos 151643, transformers 4.51.2
+  reranker,      // eos 151645, transformers 4.51.3
+};
 // The published generation_config.json files: the 30B-A3B-Instruct-2507 file is the
 // 4B-Instruct-2507 text with a final newline; Qwen3-Coder's has its own keys and order.
-enum class GenerationConfigForm { base, post_trained, instruct_2507, instruct_2507_newline, coder };
+// The embedding repositories publish none.
+enum class GenerationConfigForm { base, post_trained, instruct_2507, instruct_2507_newline, coder, none };
 // The four tokenizer_config.json files whose bytes are known (each with its own chat template).
 enum class TokenizerConfigForm { base, post_trained, instruct_2507, thinking_2507 };
 // tokenizer.json: the Qwen2.5 file of the Base repositories (22 added tokens, merges as "a b"
-// strings) or the post-trained Qwen3 file (26 added tokens, merges as pairs).
-enum class TokenizerForm { qwen2_5, qwen3 };
+// strings), the post-trained Qwen3 file (26 added tokens, merges as pairs; the rerankers ship it
+// too), or the embedding repositories' file: the Qwen3 one whose post-processor appends
+// <|endoftext|> (a TemplateProcessing), with the added tokens the checkpoint has rows for.
+enum class TokenizerForm { qwen2_5, qwen3, qwen3_embedding };
 // merges.txt: the Qwen3 file opens with "#version: 0.2"; the Qwen2.5 file (Instruct-2507) does not.
 enum class MergesForm { qwen2_5, qwen3 };
 
@@ -42,6 +59,12 @@ struct PublishedLayout {
   uint64_t readme_bytes;  // the published README.md's size; 0 where unknown
   // What of this layout is not established by the fact sheet and was filled in from siblings.
   std::string_view inferred;
+  // transformers' max_shard_size when it saved the weights: "4GB" for the generative checkpoints,
+  // "5GB" in most embedding and reranker repositories (their first shards pass 4 GB).
+  uint64_t max_shard_bytes = 4'000'000'000;
+  // The sentence-transformers files (modules.json, 1_Pooling/config.json,
+  // config_sentence_transformers.json) of an embedding repository.
+  bool sentence_transformers = false;
 };
 
 std::vector<const PublishedLayout*> all_published_layouts();

@@ -33,13 +33,22 @@ uint64_t name_hash(const std::string& name) {
 // (sigma 1, see row_gain): with rows of equal norm, a few percent of positions would have a
 // top-1/top-2 logit margin small enough for an error inside the 5e-5 NMSE gate to flip the argmax;
 // unequal rows spread the top logits apart.
+// The token embedding (model.embed_tokens.weight, or embed_tokens.weight in an embedding
+// checkpoint) and the untied head.
+bool is_vocabulary_matrix(const std::string& hf_name) {
+  return hf_name == "model.embed_tokens.weight" || hf_name == "embed_tokens.weight" || hf_name == "lm_head.weight";
+}
+
 float element_std(const std::string& hf_name, uint64_t rows, uint64_t cols) {
   if (rows == 1) return 0.0f;  // norm vectors use their own rule
-  if (hf_name == "model.embed_tokens.weight" || hf_name == "lm_head.weight") return 0.05f;
+  if (is_vocabulary_matrix(hf_name)) return 0.05f;
   return 1.0f / std::sqrt(float(cols));
 }
 
 Status write_text(const std::string& path, const std::string& text) {
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);  // 1_Pooling/
+  if (error) return fail(path, ": cannot create its directory: ", error.message());
   KIPP_ASSIGN(AtomicFile out, AtomicFile::create(path));
   KIPP_TRY(out.write(text.data(), text.size()));
   return out.commit();
@@ -68,10 +77,6 @@ Status write_shard(const std::string& path, const PlannedShard& shard, uint64_t 
     }
   }
   return out.commit();
-}
-
-bool is_vocabulary_matrix(const std::string& hf_name) {
-  return hf_name == "model.embed_tokens.weight" || hf_name == "lm_head.weight";
 }
 
 // exp(N(0, 1)) for one row, from two uniform draws (Box-Muller).
@@ -114,9 +119,12 @@ Status write_synthetic_checkpoint(const SyntheticOptions& options) {
   const Checkpoint& c = *options.checkpoint;
   const PublishedLayout& layout = options.layout ? *options.layout : default_layout_for(c);
   const Checkpoint& published = layout_checkpoint(layout);
-  if (published.variant != c.variant || published.tied != c.tied)
-    return fail(c.id, " (", variant_name(c.variant), c.tied ? ", tied" : ", untied", ") cannot take the files of ",
-                published.id, " (", variant_name(published.variant), published.tied ? ", tied" : ", untied", ")");
+  // An embedding checkpoint has no head either way: tying only changes its config.json's flag.
+  const bool same_tying = published.tied == c.tied || !c.has_head();
+  if (published.variant != c.variant || !same_tying || published.role != c.role)
+    return fail(c.id, " (", variant_name(c.variant), c.tied ? ", tied, " : ", untied, ", role_name(c.role),
+                ") cannot take the files of ", published.id, " (", variant_name(published.variant),
+                published.tied ? ", tied, " : ", untied, ", role_name(published.role), ")");
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error) return fail(options.out_dir, ": cannot create: ", error.message());

@@ -5,7 +5,9 @@
 // in the kernel set chosen at load (kernels.h) on a persistent thread pool. Each output element
 // is computed by one thread in one fixed order, so results do not depend on batching, chunking
 // or thread count.
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -33,11 +35,19 @@ uint32_t tokens_per_pass(const Checkpoint& c) { return c.is_moe() ? 512 : 128; }
 
 const float* as_f32(const WeightView& w) { return reinterpret_cast<const float*>(w.data); }
 
+// Why this backend computes no logits for a checkpoint whose head it could not pack (empty when it does).
+std::string logits_refusal(const Checkpoint& c, const WeightView& head) {
+  if (!head.data || head_is_packable(head)) return {};
+  return "the cpu backend computes no logits for " + std::string(c.id) + ": its head's " + std::to_string(head.rows) +
+         " rows do not fill 16-row panels (cpu-ref computes them; the final hidden row is offered)";
+}
+
 // One token of the current pass: where it comes from and where its results go.
 struct BatchToken {
   KvRows kv;
   uint32_t token, position;
   float* logits;  // null when no logits are wanted for it
+  float* hidden;  // its final-normed hidden row, when wanted (the last token of an item that asks)
 };
 
 class Model final : public HostBackendModel {
@@ -54,7 +64,7 @@ class Model final : public HostBackendModel {
         int8_activations_(options.int8_activations),
         bf16_activations_(options.bf16_activations),
         kv_format_(options.kv_cache),
-        checker_(c_.vocab()),
+        checker_(c_, logits_refusal(c_, file.weights().lm_head)),
         x_(tokens_per_pass(c_), c_.hidden),
         x_norm_(tokens_per_pass(c_), c_.hidden, true),
         q_(tokens_per_pass(c_), c_.attention_width()),
@@ -98,7 +108,8 @@ class Model final : public HostBackendModel {
       const uint32_t first_row = count - item.logit_rows;
       for (uint32_t i = 0; i < count; ++i) {
         float* logits = i >= first_row ? item.logits + size_t(i - first_row) * c_.vocab() : nullptr;
-        batch_.push_back({kv, item.tokens[i], item.start_position + i, logits});
+        float* hidden = i + 1 == count ? item.hidden : nullptr;
+        batch_.push_back({kv, item.tokens[i], item.start_position + i, logits, hidden});
         if (batch_.size() == tokens_per_pass(c_)) run_pass();
       }
     }
@@ -119,7 +130,8 @@ class Model final : public HostBackendModel {
     return activation_form(weight.format, int8_activations_, bf16_activations_ && !exact);
   }
 
-  // Every token of the batch through every layer, then logits for the tokens that want them.
+  // Every token of the batch through every layer, then logits and hidden rows for the tokens that
+  // want them.
   void run_pass() {
     const uint32_t n = batch_size();
     for (uint32_t t = 0; t < n; ++t) {
@@ -259,15 +271,18 @@ class Model final : public HostBackendModel {
     });
   }
 
-  // Final norm of the tokens that want logits, gathered, then the output head into their buffers.
+  // Final norm of the tokens that want logits or their hidden row (straight into its buffer), the
+  // former gathered, then the output head into their buffers.
   void output_logits() {
     uint32_t rows = 0;
     for (const BatchToken& token : batch_) {
-      if (!token.logits) continue;
+      if (!token.logits && !token.hidden) continue;
+      float* normed = token.hidden ? token.hidden : x_norm_.row(rows);
       cpu_ref::rms_norm(x_.row(uint32_t(&token - batch_.data())), as_f32(mapped_.output_norm), c_.hidden,
-                        c_.rms_norm_eps(), x_norm_.row(rows));
-      if (recorder_)
-        recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(x_norm_.row(rows), c_.hidden));
+                        c_.rms_norm_eps(), normed);
+      if (recorder_) recorder_->record(ForwardStep::final_norm, 0, token.position, std::span(normed, c_.hidden));
+      if (!token.logits) continue;
+      if (token.hidden) std::copy(normed, normed + c_.hidden, x_norm_.row(rows));
       quantize_for(x_norm_, rows, {&packed_->lm_head()}, true);
       logit_rows_[rows++] = token.logits;
     }

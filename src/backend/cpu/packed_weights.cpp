@@ -100,6 +100,8 @@ Result<PackedMatrix> PackedWeights::pack_one(const WeightView& mapped, ThreadPoo
   return matrix;
 }
 
+bool head_is_packable(const WeightView& head) { return head.data && head.rows % kPanelRows == 0; }
+
 Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& mapped, ThreadPool& pool,
                                                            const PackingLayout& layout) {
   auto packed = std::unique_ptr<PackedWeights>(new PackedWeights());
@@ -125,7 +127,9 @@ Result<std::unique_ptr<PackedWeights>> PackedWeights::pack(const ModelWeights& m
       }
     }
   }
-  KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, layout));
+  if (head_is_packable(mapped.lm_head)) {
+    KIPP_ASSIGN(packed->lm_head_, packed->pack_one(mapped.lm_head, pool, layout));
+  }
   return packed;
 }
 

@@ -75,6 +75,11 @@ struct PackedLayer {
   std::vector<PackedMatrix> gate_exps, up_exps, down_exps;
 };
 
+// Whether the output head is packed (and the backend computes logits): a checkpoint has one, and
+// its rows fill whole panels. The rerankers' 151,669 rows do not; their scores read the final
+// hidden row and two head rows, not logits (engine/rerank.h).
+bool head_is_packable(const WeightView& head);
+
 class PackedWeights {
  public:
   // Copies with every thread of `pool`, each taking its share of each matrix's row groups, in a

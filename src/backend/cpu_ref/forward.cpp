@@ -1,6 +1,6 @@
 // cpu-ref: the readable Qwen3 forward pass. One token at a time through the nine steps of each
 // layer (in a MoE layer, step 8 is the routed experts), K and V stored through the session's block table (BF16, or Q8_0 with --kv-cache q8_0), then the final norm and the
-// output head. Prefill and decode are the same loop, so multi-row logits equal position-by-position
+// output head (or, for an item that asks for it, the final norm of its last token alone). Prefill and decode are the same loop, so multi-row logits equal position-by-position
 // logits bit for bit, and an item's result never depends on the other items of a call.
 #include <algorithm>
 #include <memory>
@@ -26,7 +26,7 @@ class Model final : public HostBackendModel {
         c_(file.checkpoint()),
         kv_format_(kv_format),
         w_(file.weights()),
-        checker_(c_.vocab()),
+        checker_(c_),
         x_(c_.hidden),
         x_norm_(c_.hidden),
         q_(c_.attention_width()),
@@ -65,6 +65,9 @@ class Model final : public HostBackendModel {
         session.set_length(position + 1);
         if (i >= first_row) output_logits(position, item.logits + size_t(i - first_row) * c_.vocab());
       }
+      if (!item.hidden) continue;
+      if (item.logit_rows > 0) std::copy(x_norm_.begin(), x_norm_.end(), item.hidden);  // the last row's, just made
+      else final_norm(item.start_position + count - 1, item.hidden);
     }
     return {};
   }
@@ -150,9 +153,14 @@ class Model final : public HostBackendModel {
                std::span(values_.data(), position + 1), scores_.data(), attention_.data());
   }
 
+  // The residual stream of the token just evaluated through the final norm, into `out` (hidden).
+  void final_norm(uint32_t position, float* out) {
+    rms_norm(x_.data(), as_f32(w_.output_norm), c_.hidden, c_.rms_norm_eps(), out);
+    note(ForwardStep::final_norm, 0, position, std::span(out, c_.hidden));
+  }
+
   void output_logits(uint32_t position, float* logits) {
-    rms_norm(x_.data(), as_f32(w_.output_norm), c_.hidden, c_.rms_norm_eps(), x_norm_.data());
-    note(ForwardStep::final_norm, 0, position, x_norm_);
+    final_norm(position, x_norm_.data());
     matvec(w_.lm_head, x_norm_.data(), logits);
     note(ForwardStep::logits, 0, position, std::span(logits, c_.vocab()));
   }

@@ -183,7 +183,7 @@ class Model final : public BackendModel {
 
  private:
   Model(const ModelFile& file, bool graphs)
-      : file_(file), c_(file.checkpoint()), checker_(c_.vocab()), graphs_enabled_(graphs) {}
+      : file_(file), c_(file.checkpoint()), checker_(c_), graphs_enabled_(graphs) {}
 
   // Each tensor once (a tied head is the embedding's copy), in the planes of weight_planes.h; Q, K
   // and V stacked into one device weight, gate and up interleaved row by row into another.
