@@ -85,6 +85,7 @@ Result<LoadedModel> load(const ServeArgs& args) {
   options.max_waiting = args.max_waiting;
   options.step_tokens = args.step_tokens;
   options.speculate = args.speculate;
+  options.hidden = c.hidden;
   KIPP_ASSIGN(loaded.scheduler,
               Scheduler::create(*loaded.backend, *loaded.tokenizer, c.stop_ids(), c.context, options));
   server::ApiConfig config;
@@ -95,6 +96,11 @@ Result<LoadedModel> load(const ServeArgs& args) {
     if (std::find(config.model_names.begin(), config.model_names.end(), name) == config.model_names.end())
       config.model_names.emplace_back(name);
   config.variant = c.variant;
+  config.checkpoint = &c;
+  if (c.role == Role::rerank) {
+    KIPP_ASSIGN(RerankHead head, RerankHead::of(*loaded.file));
+    config.rerank_head = std::make_shared<const RerankHead>(std::move(head));
+  }
   config.chat_template = std::string(loaded.file->tokenizer().chat_template);
   config.max_sequences = options.max_sequences;
   config.max_waiting = options.max_waiting;

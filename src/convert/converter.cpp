@@ -278,7 +278,7 @@ Result<ConvertReport> convert_checkpoint(const ConvertOptions& options) {
   // 2. Provenance: the SHA-256 of every source file that went into the artifact.
   std::vector<std::string> files = {"config.json", "tokenizer.json", "tokenizer_config.json"};
   if (c.role == Role::embed)
-    for (const std::string& file : sentence_transformers_files()) files.push_back(file);
+    for (std::string_view file : sentence_transformers_files()) files.emplace_back(file);
   files.insert(files.end(), source.source_files().begin(), source.source_files().end());
   KIPP_ASSIGN(std::vector<std::string> hashes, sha256_of_files(dir, files, options.known_sha256));
 

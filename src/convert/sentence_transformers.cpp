@@ -66,7 +66,7 @@ Status check_prompts(const json::Json& config) {
 
 }  // namespace
 
-std::vector<std::string> sentence_transformers_files() { return {kModules, kPooling, kPrompts}; }
+std::vector<std::string_view> sentence_transformers_files() { return {kModules, kPooling, kPrompts}; }
 
 Status check_sentence_transformers(const std::string& dir, const Checkpoint& checkpoint) {
   KIPP_ASSIGN(json::Json modules, read_json(dir, kModules));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "registry/registry.h"
@@ -14,7 +15,7 @@
 namespace kipp {
 
 // The files, relative to the checkpoint directory, in the order they are checked.
-std::vector<std::string> sentence_transformers_files();
+std::vector<std::string_view> sentence_transformers_files();
 
 // Checks the three files in `dir` against `checkpoint` (pooling by the last token only, its
 // width the hidden size, a Normalize module after the pooling); errors name the file and field.

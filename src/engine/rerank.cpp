@@ -57,19 +57,27 @@ Result<RerankPrompt> rerank_prompt(const Tokenizer& tokenizer, std::string_view 
   return out;
 }
 
-Result<std::vector<double>> rerank_scores(BackendModel& model, const ModelFile& file,
-                                          std::span<const std::vector<uint32_t>> prompts) {
+Result<RerankHead> RerankHead::of(const ModelFile& file) {
   const Checkpoint& checkpoint = file.checkpoint();
   if (checkpoint.role != Role::rerank) return fail(role_refusal(checkpoint, Role::rerank, "reranking"));
-  KIPP_ASSIGN(std::vector<std::vector<float>> rows, final_hidden_rows(model, checkpoint, prompts));
-  const std::vector<float> yes = head_row(file.weights(), family::token_yes);
-  const std::vector<float> no = head_row(file.weights(), family::token_no);
+  RerankHead head;
+  head.yes_ = head_row(file.weights(), family::token_yes);
+  head.no_ = head_row(file.weights(), family::token_no);
+  return head;
+}
+
+double RerankHead::score(std::span<const float> hidden) const {
+  const double margin = dot(hidden, yes_) - dot(hidden, no_);  // logit_yes - logit_no
+  return 1.0 / (1.0 + std::exp(-margin));
+}
+
+Result<std::vector<double>> rerank_scores(BackendModel& model, const ModelFile& file,
+                                          std::span<const std::vector<uint32_t>> prompts) {
+  KIPP_ASSIGN(const RerankHead head, RerankHead::of(file));
+  KIPP_ASSIGN(std::vector<std::vector<float>> rows, final_hidden_rows(model, file.checkpoint(), prompts));
   std::vector<double> scores;
   scores.reserve(rows.size());
-  for (const std::vector<float>& row : rows) {
-    const double margin = dot(row, yes) - dot(row, no);  // logit_yes - logit_no
-    scores.push_back(1.0 / (1.0 + std::exp(-margin)));
-  }
+  for (const std::vector<float>& row : rows) scores.push_back(head.score(row));
   return scores;
 }
 

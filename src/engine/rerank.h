@@ -33,8 +33,20 @@ struct RerankPrompt {
 Result<RerankPrompt> rerank_prompt(const Tokenizer& tokenizer, std::string_view instruction, std::string_view query,
                                    std::string_view document, uint32_t max_tokens);
 
-// P(yes) for each prompt (ids as rerank_prompt makes them, or given), in input order. An error for
-// a checkpoint that is not a rerank one, naming its role.
+// The head's rows for "yes" and "no", widened exactly from the artifact's format once: what a
+// score reads besides the final hidden row.
+class RerankHead {
+ public:
+  // An error for a checkpoint that is not a rerank one, naming its role.
+  static Result<RerankHead> of(const ModelFile& file);
+  // P("yes") against "no": sigmoid(h . w_yes - h . w_no), in double.
+  double score(std::span<const float> hidden) const;
+
+ private:
+  std::vector<float> yes_, no_;
+};
+
+// P(yes) for each prompt (ids as rerank_prompt makes them, or given), in input order.
 Result<std::vector<double>> rerank_scores(BackendModel& model, const ModelFile& file,
                                           std::span<const std::vector<uint32_t>> prompts);
 

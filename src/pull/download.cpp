@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -247,6 +248,11 @@ Result<FileOutcome> fetch_file(DownloadContext& context, HubFile file) {
   outcome.name = file.name;
   outcome.path = context.dir + "/" + file.name;
   const std::string part = outcome.path + ".part";
+  if (file.name.find('/') != std::string::npos) {  // a file in a folder: 1_Pooling/config.json
+    std::error_code error;
+    std::filesystem::create_directories(std::filesystem::path(outcome.path).parent_path(), error);
+    if (error) return fail(outcome.path, ": cannot create its folder: ", error.message());
+  }
 
   // A complete file from an earlier pull: kept if it still verifies.
   if (file_size(outcome.path)) {

@@ -73,9 +73,10 @@ Result<CacheLookup> find_cached_snapshot(const std::string& cache_dir, const Che
   if (!std::filesystem::is_directory(dir, error)) return lookup;
 
   std::vector<std::string> needed, missing;
-  for (const WantedFile& wanted : kMetadataFiles) {
-    if (exists(dir + "/" + wanted.name)) needed.push_back(wanted.name);
-    else if (wanted.required) missing.push_back(wanted.name);
+  for (const WantedFile& wanted : wanted_files(checkpoint)) {
+    const std::string name(wanted.name);
+    if (exists(dir + "/" + name)) needed.push_back(name);
+    else if (wanted.required) missing.push_back(name);
   }
   if (exists(dir + "/" + kWeightsIndex)) {
     needed.push_back(kWeightsIndex);

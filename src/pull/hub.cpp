@@ -1,8 +1,10 @@
 #include "pull/hub.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
+#include "convert/sentence_transformers.h"
 #include "util/ascii.h"
 #include "util/json_fields.h"
 
@@ -12,10 +14,15 @@ namespace {
 constexpr uint64_t kListingPageBytes = 16ull << 20;
 constexpr int kMaxListingPages = 100;
 
-Status parse_listing_entry(const json::Json& entry, const std::string& what, std::map<std::string, HubFile>& files) {
+Status parse_listing_entry(const json::Json& entry, const std::string& what, std::map<std::string, HubFile>& files,
+                           std::string_view folder) {
   KIPP_ASSIGN(std::string type, json::get_string(entry, "type", what));
   KIPP_ASSIGN(std::string path, json::get_string(entry, "path", what));
-  if (type != "file" || path.find('/') != std::string::npos) return {};  // folders and what is in them
+  const std::string prefix = folder.empty() ? std::string() : std::string(folder) + "/";
+  // Folders, and files anywhere but directly in `folder`, are not what this listing is read for.
+  if (type != "file" || path.compare(0, prefix.size(), prefix) != 0 ||
+      path.find('/', prefix.size()) != std::string::npos)
+    return {};
   const std::string entry_what = what + " (" + path + ")";
   HubFile file;
   file.name = path;
@@ -49,7 +56,23 @@ std::string HubRepo::resolve_url(const std::string& file) const {
   return endpoint + "/" + repository + "/resolve/" + revision + "/" + file;
 }
 
-std::string HubRepo::tree_url() const { return endpoint + "/api/models/" + repository + "/tree/" + revision; }
+std::string HubRepo::tree_url(std::string_view folder) const {
+  return endpoint + "/api/models/" + repository + "/tree/" + revision +
+         (folder.empty() ? "" : "/" + std::string(folder));
+}
+
+std::vector<WantedFile> wanted_files(const Checkpoint& checkpoint) {
+  std::vector<WantedFile> wanted(std::begin(kMetadataFiles), std::end(kMetadataFiles));
+  if (checkpoint.role == Role::embed)
+    for (std::string_view file : sentence_transformers_files()) wanted.push_back({file, true});
+  return wanted;
+}
+
+bool is_checkpoint_path(std::string_view name) {
+  const size_t slash = name.find('/');
+  if (slash == std::string_view::npos) return is_plain_file_name(name);
+  return is_plain_file_name(name.substr(0, slash)) && is_plain_file_name(name.substr(slash + 1));
+}
 
 bool is_plain_file_name(std::string_view name) {
   if (name.empty() || name.size() > 255 || name.front() == '.') return false;
@@ -61,12 +84,12 @@ bool is_lower_hex(std::string_view text, size_t length) {
          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-Status parse_tree_listing(const std::string& json_text, const std::string& what,
-                          std::map<std::string, HubFile>& files) {
+Status parse_tree_listing(const std::string& json_text, const std::string& what, std::map<std::string, HubFile>& files,
+                          std::string_view folder) {
   KIPP_ASSIGN(json::Json listing, json::parse(json_text, what));
   if (!listing.is_array()) return fail(what, ": expected a JSON array of files");
   for (size_t i = 0; i < listing.size(); ++i)
-    KIPP_TRY(parse_listing_entry(listing[i], what + " entry " + std::to_string(i), files));
+    KIPP_TRY(parse_listing_entry(listing[i], what + " entry " + std::to_string(i), files, folder));
   return {};
 }
 
@@ -102,12 +125,12 @@ Result<std::vector<std::string>> index_shard_names(const std::string& index_text
   return std::vector<std::string>(names.begin(), names.end());
 }
 
-Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo) {
+Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo, std::string_view folder) {
   HubListing listing;
-  std::string url = repo.tree_url();
+  std::string url = repo.tree_url(folder);
   for (int page = 0; !url.empty(); ++page) {
     if (page == kMaxListingPages)
-      return fail("hub listing ", repo.tree_url(), ": more than ", kMaxListingPages, " pages");
+      return fail("hub listing ", repo.tree_url(folder), ": more than ", kMaxListingPages, " pages");
     KIPP_ASSIGN(HttpResponse response, with_retries(
                                            client.retry, [&] { return client.http->get_text(url, kListingPageBytes); },
                                            [&](const std::string& why) {
@@ -117,7 +140,7 @@ Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo) {
     if (page == 0 && response.status == 404) return listing;
     if (is_refusal(response.status)) return refused_by_hub(url, response.status, client.http->sends_token_to(url));
     if (!response.success()) return fail("hub listing ", url, ": ", describe_status(response.status));
-    KIPP_TRY(parse_tree_listing(response.body, "hub listing " + url, listing.files));
+    KIPP_TRY(parse_tree_listing(response.body, "hub listing " + url, listing.files, folder));
     url = next_page_link(response.header("link")).value_or("");
   }
   listing.available = true;

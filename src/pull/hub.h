@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pull/http_fetch.h"
+#include "registry/registry.h"
 #include "util/error.h"
 
 namespace kipp::pull {
@@ -32,28 +33,37 @@ struct HubRepo {
   std::string revision;
 
   std::string resolve_url(const std::string& file) const;
-  std::string tree_url() const;
+  // The tree listing of the repository's root, or of one folder in it.
+  std::string tree_url(std::string_view folder = {}) const;
 };
 
 // Files every checkpoint download includes; the optional ones are skipped when the hub lacks them.
 struct WantedFile {
-  const char* name;
+  std::string_view name;
   bool required;
 };
 inline constexpr WantedFile kMetadataFiles[] = {
     {"config.json", true}, {"generation_config.json", false}, {"tokenizer.json", true}, {"tokenizer_config.json", true},
     {"LICENSE", false},
 };
+// What a pull of `checkpoint` fetches besides the weights: kMetadataFiles, and for an embedding
+// checkpoint its sentence-transformers files (which the converter checks), required.
+std::vector<WantedFile> wanted_files(const Checkpoint& checkpoint);
 inline constexpr const char* kSingleWeights = "model.safetensors";
 inline constexpr const char* kWeightsIndex = "model.safetensors.index.json";
 
 // A name that stays inside the download directory: no separators, not "." / "..", not hidden.
 bool is_plain_file_name(std::string_view name);
+// A plain file name, or one inside a plain folder ("1_Pooling/config.json"): the two levels a
+// checkpoint's files take.
+bool is_checkpoint_path(std::string_view name);
 bool is_lower_hex(std::string_view text, size_t length);
 
 // One page of the tree listing (a JSON array of {type, path, size, oid, lfs:{oid, size}}), merged
-// into `files`; only files at the repository root are kept. `what` names the source in errors.
-Status parse_tree_listing(const std::string& json_text, const std::string& what, std::map<std::string, HubFile>& files);
+// into `files`; only the files directly in `folder` (the repository root when empty) are kept,
+// by their path. `what` names the source in errors.
+Status parse_tree_listing(const std::string& json_text, const std::string& what, std::map<std::string, HubFile>& files,
+                          std::string_view folder = {});
 
 // The URL of the next page from a `Link: <url>; rel="next"` header, if any.
 std::optional<std::string> next_page_link(const std::string& link_header);
@@ -75,7 +85,7 @@ struct HubClient {
 
 // GETs the tree listing (following pagination). A missing listing is not an error; a listing
 // that is not what the hub serves (bad JSON, wrong fields) is.
-Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo);
+Result<HubListing> fetch_listing(const HubClient& client, const HubRepo& repo, std::string_view folder = {});
 
 // HEADs one file: nullopt when the hub answers 404; size from X-Linked-Size or Content-Length and
 // sha256 from X-Linked-Etag when the hub sends them.

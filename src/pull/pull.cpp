@@ -93,13 +93,24 @@ class HubView {
   HubView(HubClient client, HubRepo repo, HubListing listing)
       : client_(std::move(client)), repo_(std::move(repo)), listing_(std::move(listing)) {}
 
+  // A file at the root, or in a folder (1_Pooling/config.json), whose listing is fetched the first
+  // time a file in it is asked for.
   Result<std::optional<HubFile>> find(const std::string& name) const {
-    if (listing_.available) {
-      auto it = listing_.files.find(name);
-      if (it == listing_.files.end()) return std::optional<HubFile>();
-      return std::optional<HubFile>(it->second);
+    if (!listing_.available) return probe_file(client_, repo_, name);
+    const size_t slash = name.rfind('/');
+    const HubListing* listing = &listing_;
+    if (slash != std::string::npos) {
+      const std::string folder = name.substr(0, slash);
+      auto it = folders_.find(folder);
+      if (it == folders_.end()) {
+        KIPP_ASSIGN(HubListing fetched, fetch_listing(client_, repo_, folder));
+        it = folders_.emplace(folder, std::move(fetched)).first;
+      }
+      listing = &it->second;
     }
-    return probe_file(client_, repo_, name);
+    auto it = listing->files.find(name);
+    if (it == listing->files.end()) return std::optional<HubFile>();
+    return std::optional<HubFile>(it->second);
   }
 
   Result<HubFile> require(const std::string& name, const std::string& why) const {
@@ -117,6 +128,7 @@ class HubView {
   HubClient client_;
   HubRepo repo_;
   HubListing listing_;
+  mutable std::map<std::string, HubListing> folders_;  // the listings of folders, by folder
 };
 
 // On a failed pull, removes the directories it created that stayed empty (rmdir refuses any
@@ -218,13 +230,14 @@ struct PullFiles {
   bool indexed = false;  // the weights are shards named by kWeightsIndex
 };
 
-Result<PullFiles> files_to_pull(const HubView& hub, const HubRepo& repo, const Say& say) {
+Result<PullFiles> files_to_pull(const HubView& hub, const HubRepo& repo, const Checkpoint& checkpoint, const Say& say) {
   PullFiles files;
-  for (const WantedFile& wanted : kMetadataFiles) {
-    KIPP_ASSIGN(std::optional<HubFile> file, hub.find(wanted.name));
+  for (const WantedFile& wanted : wanted_files(checkpoint)) {
+    const std::string name(wanted.name);
+    KIPP_ASSIGN(std::optional<HubFile> file, hub.find(name));
     if (file) files.first.push_back(std::move(*file));
-    else if (wanted.required) return hub.missing(wanted.name, "");
-    else say(std::string(wanted.name) + ": not in the repository at this revision; skipped");
+    else if (wanted.required) return hub.missing(name, "");
+    else say(name + ": not in the repository at this revision; skipped");
   }
   KIPP_ASSIGN(std::optional<HubFile> long_context, hub.find(kLongContextConfig));
   if (long_context)
@@ -328,7 +341,7 @@ Result<PullReport> pull_checkpoint(const PullOptions& options) {
   if (!listing.available)
     say("the hub serves no file listing for this revision; probing each file (files outside git-LFS cannot be verified)");
   const HubView hub(client, repo, std::move(listing));
-  KIPP_ASSIGN(PullFiles files, files_to_pull(hub, repo, say));
+  KIPP_ASSIGN(PullFiles files, files_to_pull(hub, repo, c, say));
 
   // Step 2: the download folder, locked against a second pull of the same checkpoint.
   const std::filesystem::path dl(report.download_dir);

@@ -120,7 +120,8 @@ void Scheduler::make_sequences(Request& request, uint32_t blocks, uint32_t share
     sequence->request = &request;
     sequence->choice = choice;
     sequence->tokens = spec.prompt;
-    sequence->logits.resize(vocab_);
+    if (spec.hidden_row) sequence->hidden.resize(options_.hidden);
+    else sequence->logits.resize(vocab_);
     sequence->reservation = choice == 0 ? blocks - adopted : blocks - shared;
     sequence->state = choice > 0 && shared > 0 ? Sequence::State::waiting_for_first_choice : Sequence::State::prefill;
     request.sequences.push_back(std::move(sequence));

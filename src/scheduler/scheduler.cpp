@@ -50,8 +50,17 @@ Submission Scheduler::submit(CompletionRequest spec) {
   Submission submission;
   const uint64_t positions = uint64_t(spec.prompt.size()) + spec.max_tokens;
   if (spec.prompt.empty() || spec.n == 0 || spec.max_tokens == 0) {
+    if (!spec.hidden_row || spec.prompt.empty() || spec.n != 1 || spec.max_tokens != 0 || options_.hidden == 0) {
+      submission.verdict = Verdict::too_large;
+      submission.reason = spec.hidden_row ? "a hidden-row request needs at least one prompt token, one choice, no "
+                                            "token to generate, and a scheduler told the hidden width"
+                                          : "a request needs at least one prompt token, one choice and one token "
+                                            "to generate";
+      return submission;
+    }
+  } else if (spec.hidden_row) {
     submission.verdict = Verdict::too_large;
-    submission.reason = "a request needs at least one prompt token, one choice and one token to generate";
+    submission.reason = "a hidden-row request generates no tokens (max_tokens 0) and has one choice";
     return submission;
   }
   if (positions > context_) {
@@ -177,7 +186,9 @@ void Scheduler::evaluate() {
       const uint32_t count = sequence->chunk;
       if (count == 0) continue;
       const uint32_t prompt = uint32_t(request->spec.prompt.size());
-      const uint32_t logit_rows = decoding ? count : sequence->evaluated + count == prompt ? 1 : 0;
+      const bool prompt_done = !decoding && sequence->evaluated + count == prompt;
+      const bool hidden = prompt_done && request->spec.hidden_row;
+      const uint32_t logit_rows = decoding ? count : prompt_done && !hidden ? 1 : 0;
       // Blocks for the positions this item writes come out of the sequence's reservation.
       while (sequence->blocks.size() < kv_blocks_for(sequence->evaluated + count)) {
         auto block = pool_.take_reserved();
@@ -193,7 +204,7 @@ void Scheduler::evaluate() {
                                                    ? std::span<const uint32_t>(sequence->draft_item)
                                                    : std::span(sequence->tokens).subspan(sequence->evaluated, count);
       items_.push_back(EvalItem{sequence->session.get(), tokens, sequence->evaluated, logit_rows,
-                                sequence->logits.data(), sequence->blocks});
+                                sequence->logits.data(), sequence->blocks, hidden ? sequence->hidden.data() : nullptr});
       item_sequences_.push_back(sequence.get());
       item_counts_.push_back(count);
     }
@@ -289,6 +300,13 @@ Status Scheduler::after_eval(Sequence& sequence, uint32_t evaluated, const float
   if (sequence.choice == 0 && sequence.state == Sequence::State::prefill &&
       sequence.evaluated == request.spec.prompt.size())
     start_siblings(request);  // before this choice can finish and let its blocks go
+  if (request.spec.hidden_row && sequence.evaluated == request.spec.prompt.size() &&
+      sequence.state != Sequence::State::done) {
+    request.report.prompt_seconds = seconds_between(request.admitted, SchedulerClock::now());
+    request.report.hidden = std::move(sequence.hidden);
+    finish_sequence(sequence);
+    return {};
+  }
   if (!logits || sequence.state == Sequence::State::done) return {};
   return sample(sequence, std::span(logits, vocab_));
 }

@@ -50,6 +50,7 @@ struct SchedulerOptions {
   // Greedy sequences draft by prompt lookup (prompt_lookup.h) and verify the draft in the same
   // step as their next token. On a batch-invariant backend the output is the same, bitwise.
   bool speculate = false;
+  uint32_t hidden = 0;  // the model's hidden width: the length of a hidden_row request's row
 };
 
 // One generated token of one choice, for logprobs: the text it released (the pieces of a choice
@@ -84,6 +85,8 @@ struct RequestReport {
   uint32_t overtaken = 0;              // requests admitted past it while it was the oldest waiting
   double prompt_seconds = 0;           // admitted -> first sampled token
   double decode_seconds = 0;           // first sampled token -> done
+  // A hidden_row request's final-normed hidden state at its last prompt token.
+  std::vector<float> hidden;
 };
 
 struct CompletionRequest {
@@ -104,6 +107,10 @@ struct CompletionRequest {
   std::optional<TokenFrame> grammar_frame;  // forced tool calls: the grammar between <tool_call> tags
   // At most this many tokens inside the think block; then it is closed for the answer (ThinkingBudget).
   std::optional<uint32_t> thinking_budget;
+  // Embeddings and reranking: the prompt is evaluated for its final hidden row (RequestReport::
+  // hidden), and nothing is sampled: max_tokens is 0 and n is 1. It is admitted, batched,
+  // prefix-cached, counted and cancelled like any other request.
+  bool hidden_row = false;
   // Both run on the scheduler thread and must not block; on_done runs exactly once, last.
   std::function<void(const ChoiceUpdate&)> on_update;
   std::function<void(const RequestReport&)> on_done;

@@ -36,6 +36,7 @@ struct Scheduler::Sequence {
   uint32_t chunk = 0;  // tokens this step evaluates for it: its prompt's next chunk, or its token and draft
   std::optional<AnswerDecoder> decoder;
   std::vector<float> logits;  // a row per evaluated token that wants one
+  std::vector<float> hidden;  // a hidden_row request's row, written by its last prompt chunk
   // Speculation: the last sampled token then the draft, evaluated together; and when to draft.
   std::vector<uint32_t> draft_item;
   std::optional<SpeculationGate> gate;

@@ -13,6 +13,7 @@
 #include "server/openai_responder.h"
 #include "server/responses_request.h"
 #include "server/responses_responder.h"
+#include "server/retrieval_routes.h"
 #include "server/token_routes.h"
 #include "util/sha256.h"
 
@@ -109,6 +110,9 @@ void ApiServer::serve(Pending pending) {
                                                                 : detokenize_route(tokenizer_, pending.request.body);
     return pending.exchange->respond(json_response(answer.status, answer.body));
   }
+  if (pending.route == Route::embeddings || pending.route == Route::rerank) return retrieval(pending);
+  if (std::optional<ApiError> refusal = generation_refusal(pending.request.path))
+    return reject(pending.exchange, *refusal, {}, dialect_of(pending.request.path));
   const Endpoint endpoint = pending.route == Route::completions ? Endpoint::completions
                             : pending.route == Route::chat      ? Endpoint::chat
                             : pending.route == Route::responses || pending.route == Route::input_tokens
@@ -137,6 +141,45 @@ void ApiServer::serve(Pending pending) {
     return pending.exchange->respond(json_response(200, {{"object", "response.input_tokens"},
                                                          {"input_tokens", pending.read->prompts.front().size()}}));
   completion(endpoint, *pending.read, pending.exchange, pending.taken);
+}
+
+std::optional<ApiError> ApiServer::generation_refusal(const std::string& path) const {
+  if (!config_.checkpoint || config_.checkpoint->role == Role::generate) return std::nullopt;
+  return ApiError{400, role_refusal(*config_.checkpoint, Role::generate, path), "model", "invalid_request_error",
+                  "model_role"};
+}
+
+void ApiServer::retrieval(Pending& pending) {
+  const auto refuse = [&](const ApiError& error) {
+    HttpHeaders headers;
+    if (error.status == 503) headers.push_back({"Retry-After", "1"});
+    reject(pending.exchange, error, std::move(headers));
+  };
+  if (!config_.checkpoint)
+    return refuse({400, pending.request.path + " needs an embedding or reranker checkpoint; this server generates",
+                   "model", "invalid_request_error", "model_role"});
+  const RetrievalServing serving{*config_.checkpoint,       tokenizer_,          scheduler_,
+                                 config_.rerank_head.get(), config_.model_names, config_.context};
+  std::optional<ApiError> refused;
+  std::vector<std::string> ignored;
+  if (pending.route == Route::embeddings) {
+    auto request = read_embeddings_request(pending.request.body, limits_);
+    if (!request) return refuse(request.error());
+    ignored = request->ignored_fields;
+    refused = serve_embeddings(serving, *request, pending.exchange, pending.taken);
+  } else {
+    auto request = read_rerank_request(pending.request.body, limits_);
+    if (!request) return refuse(request.error());
+    ignored = request->ignored_fields;
+    refused = serve_rerank(serving, *request, pending.exchange, pending.taken);
+  }
+  if (!ignored.empty()) {
+    std::string listed;
+    for (const std::string& field : ignored) listed += " " + field;
+    std::fprintf(stderr, "kipp serve: %s accepted with fields it does not honour:%s\n", pending.request.path.c_str(),
+                 listed.c_str());
+  }
+  if (refused) refuse(*refused);
 }
 
 // The key as OpenAI clients send it (Authorization: Bearer) or as Anthropic's do (x-api-key).
@@ -178,6 +221,9 @@ std::span<const ApiServer::RouteEntry> ApiServer::routes() {
       {"/v1/responses/input_tokens", "POST", nullptr, Route::input_tokens},
       {"/tokenize", "POST", nullptr, Route::tokenize},
       {"/detokenize", "POST", nullptr, Route::detokenize},
+      {"/v1/embeddings", "POST", nullptr, Route::embeddings},
+      {"/v1/rerank", "POST", nullptr, Route::rerank},
+      {"/rerank", "POST", nullptr, Route::rerank},
   };
   return kRoutes;
 }
@@ -186,7 +232,8 @@ std::span<const ApiServer::RouteEntry> ApiServer::routes() {
 // the router's checks and the scraper, which carry none. Any other /v1 path needs the key too,
 // so that a client without it learns nothing of which routes exist.
 bool ApiServer::needs_key(std::string_view path) {
-  return path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" || path == "/props";
+  return path.starts_with("/v1/") || path == "/tokenize" || path == "/detokenize" || path == "/props" ||
+         path == "/rerank";
 }
 
 void ApiServer::handle(HttpRequest request, std::shared_ptr<HttpExchange> exchange) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "chat/tool_calls.h"
+#include "engine/rerank.h"
 #include "registry/registry.h"
 #include "scheduler/scheduler.h"
 #include "server/api_request.h"
@@ -32,6 +33,11 @@ struct ApiConfig {
   // operator's --served-model-name aliases, the registry id, the Hugging Face repository.
   std::vector<std::string> model_names;
   Variant variant = Variant::base;
+  // The served registry entry: its role decides which endpoints answer (generation, or
+  // /v1/embeddings, or /v1/rerank); null serves generation. A rerank checkpoint's "yes" and "no"
+  // head rows come with it.
+  const Checkpoint* checkpoint = nullptr;
+  std::shared_ptr<const RerankHead> rerank_head;
   uint32_t context = 0;
   uint32_t pool_positions = 0;  // the shared KV pool's size: a default max_tokens must fit it
   std::optional<std::string>
@@ -70,7 +76,18 @@ class ApiServer {
 
  private:
   // Work that reads a body (completions, tokenizing) runs on the worker thread.
-  enum class Route { completions, chat, messages, count_tokens, responses, input_tokens, tokenize, detokenize };
+  enum class Route {
+    completions,
+    chat,
+    messages,
+    count_tokens,
+    responses,
+    input_tokens,
+    tokenize,
+    detokenize,
+    embeddings,
+    rerank
+  };
   struct RouteEntry {
     std::string_view path;
     std::string_view method;
@@ -112,6 +129,10 @@ class ApiServer {
     std::condition_variable ready;
   };
   void work(Queue& queue);
+  // POST /v1/embeddings and /v1/rerank (retrieval_routes.h).
+  void retrieval(Pending& pending);
+  // A generation endpoint on a checkpoint of another role: the refusal, naming both roles.
+  std::optional<ApiError> generation_refusal(const std::string& path) const;
   // A request taken from a queue: read on a worker, compiled on a compile thread, then answered.
   void serve(Pending pending);
   void completion(Endpoint endpoint, ReadBody& read, const std::shared_ptr<HttpExchange>& exchange,

@@ -4,7 +4,9 @@
 
 The hub (127.0.0.1):
   GET /api/models/{repo}/tree/{rev}      the tree listing (type, path, size, oid, lfs {oid, size,
-                                         pointerSize}), paginated with `Link: <absolute URL>; rel="next"`
+                                         pointerSize}), paginated with `Link: <absolute URL>; rel="next"`;
+                                         a folder of the repository (1_Pooling) is a "directory" entry
+  GET /api/models/{repo}/tree/{rev}/{folder}   the listing of that folder, its files' paths in full
   GET|HEAD /{repo}/resolve/{rev}/{file}  a file in git-LFS (the patterns of the repository's own
                                          .gitattributes): 302 to an absolute, signed CDN URL, with
                                          X-Linked-Etag (SHA-256), X-Linked-Size, ETag and X-Repo-Commit;
@@ -95,9 +97,17 @@ def lfs_patterns(directory):
 class Repo:
     def __init__(self, name, revision, directory, hashes):
         self.name, self.revision, self.directory = name, revision, directory
-        self.files = {}  # file name -> listing entry
+        self.files = {}  # file path in the repository -> listing entry
+        self.folders = {}  # folder -> its directory entry
         patterns = lfs_patterns(directory)
+        names = []
         for entry in sorted(os.listdir(directory)):
+            if os.path.isdir(os.path.join(directory, entry)):
+                self.folders[entry] = {"type": "directory", "oid": "0" * 40, "size": 0, "path": entry}
+                names += [f"{entry}/{inner}" for inner in sorted(os.listdir(os.path.join(directory, entry)))]
+            else:
+                names.append(entry)
+        for entry in names:
             path = os.path.join(directory, entry)
             if not os.path.isfile(path):
                 continue
@@ -110,8 +120,13 @@ class Repo:
             else:
                 self.files[entry] = {"type": "file", "oid": hashes.get(path, "blob"), "size": size, "path": entry}
 
-    def listing(self):
-        return [{"type": "directory", "oid": "0" * 40, "size": 0, "path": "original"}] + list(self.files.values())
+    def listing(self, folder=""):
+        """The hub's listing of the root (its folders as directory entries) or of one folder."""
+        if folder:
+            return [e for name, e in self.files.items() if name.rpartition("/")[0] == folder]
+        root = [e for name, e in self.files.items() if "/" not in name]
+        folders = {"original": {"type": "directory", "oid": "0" * 40, "size": 0, "path": "original"}, **self.folders}
+        return sorted(folders.values(), key=lambda e: e["path"]) + root
 
 
 def file_digest(path, digest):
@@ -238,18 +253,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def route_listing(self, path, query, head):
         hub = self.server.hub
         repo_name, _, revision = path[len("/api/models/"):].partition("/tree/")
+        revision, _, folder = revision.partition("/")
         repo = hub.repos.get(repo_name)
-        if hub.no_listing or not repo or revision != repo.revision:
+        if hub.no_listing or not repo or revision != repo.revision or (folder and folder not in repo.folders):
             return self.reply(404, b'{"error":"not found"}', head)
         if hub.bad_listing:
             return self.reply(200, b"<html>this is not a listing</html>", head, "text/html")
-        entries = repo.listing()
+        entries = repo.listing(folder)
         start = int(query.get("cursor", ["0"])[0])
         extra = {}
         if hub.page_size:
             page, following = entries[start:start + hub.page_size], start + hub.page_size
             if following < len(entries):
-                extra["Link"] = (f'<http://127.0.0.1:{hub.hub_port}/api/models/{repo_name}/tree/{revision}'
+                extra["Link"] = (f'<http://127.0.0.1:{hub.hub_port}/api/models/{repo_name}/tree/{revision}{"/" + folder if folder else ""}'
                                  f'?cursor={following}>; rel="next"')
             entries = page
         return self.reply(200, json.dumps(entries).encode(), head, "application/json", extra)

@@ -23,6 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY, UNTIED, MOE = "kipp-test/qwen3-tiny", "kipp-test/qwen3-tiny-untied", "kipp-test/qwen3-moe-tiny"
+EMBEDDING, RERANKER = "kipp-test/qwen3-embedding-tiny", "kipp-test/qwen3-reranker-tiny"
 SHARD2 = "model-00002-of-00005.safetensors"  # tiny-untied has Qwen3-8B-Base's five shards
 QWEN3_06B = "qwen3-0.6b"
 TOKEN = "hf_kippTestToken0123456789"
@@ -336,6 +337,36 @@ def scenario_moe(context):
         check(not os.path.exists(os.path.join(download_dir(context, models, MOE), "config_1m.json")),
               "config_1m.json was downloaded")
         check(not [r for r in hub.requests() if r["path"].endswith("/config_1m.json")], "config_1m.json was requested")
+
+
+def scenario_retrieval(context):
+    """Qwen3-Embedding-4B's layout at tiny dimensions (two shards of tensors without "model.", no
+    head, 151,665 rows, and the sentence-transformers files, one of them, 1_Pooling/config.json,
+    in a folder the hub lists apart) and Qwen3-Reranker-0.6B's (one file, 151,669 rows): each pull
+    equals `kipp convert` of the fixture's source byte for byte, with every small file verified
+    against its git blob id; with no listing the files are probed one by one, the folder's too."""
+    models = context.models_dir("models")
+    with context.server(EMBEDDING) as hub:
+        result = context.pull(EMBEDDING, models, hub.url, quant="q8_0")
+        expect_success(result, "pull embedding-tiny")
+        check_artifact(context, result, models, EMBEDDING, "q8_0")
+        for small in ("modules.json", "1_Pooling/config.json", "config_sentence_transformers.json"):
+            check("verified: git blob SHA-1" in file_line(result, small), result.stderr)
+        pooling = os.path.join(download_dir(context, models, EMBEDDING), "1_Pooling", "config.json")
+        check(os.path.isfile(pooling), f"{pooling} missing")
+        check([r for r in hub.requests() if r["path"].endswith("/1_Pooling") and "/tree/" in r["path"]],
+              "the folder's listing was not asked for")
+    unlisted = context.models_dir("unlisted")
+    with context.server(EMBEDDING, "--no-listing") as hub:
+        result = context.pull(EMBEDDING, unlisted, hub.url, quant="q8_0")
+        expect_success(result, "pull embedding-tiny without a listing")
+        check_artifact(context, result, unlisted, EMBEDDING, "q8_0")
+        check(file_line(result, "1_Pooling/config.json"), result.stderr)
+    with context.server(RERANKER) as hub:
+        result = context.pull(RERANKER, models, hub.url)
+        expect_success(result, "pull reranker-tiny")
+        check_artifact(context, result, models, RERANKER, "bf16")
+        check("modules.json" not in result.stderr, "a reranker has no sentence-transformers files to fetch")
 
 
 def scenario_resume(context):
