@@ -1,7 +1,7 @@
 // libFuzzer target: the request bodies of every API, the first thing every client's bytes reach.
 // The first byte picks the reader ('0' OpenAI chat completions, '1' completions, '2' Anthropic
-// messages, '3' Anthropic count_tokens, '4' OpenAI responses, '5' responses input_tokens), the
-// rest is the body, read with the server's default
+// messages, '3' Anthropic count_tokens, '4' OpenAI responses, '5' responses input_tokens, '6'
+// embeddings, '7' rerank), the rest is the body, read with the server's default
 // limits. Whatever it accepts goes on as the server takes it: chat prompts are rendered for each
 // chat variant, and a constraint (response_format, tools forced by tool_choice, grammar) is walked;
 // the tools also in Qwen3-Coder's XML form (its forced-call grammar, and the body read as a call).
@@ -17,6 +17,7 @@
 #include "server/anthropic_request.h"
 #include "server/api_request.h"
 #include "server/responses_request.h"
+#include "server/retrieval_request.h"
 
 namespace {
 
@@ -37,11 +38,39 @@ ApiResult<ApiRequest> read_body(size_t route, std::string_view body) {
   }
 }
 
+// The embeddings and rerank bodies, read; what a reader accepts must be what the server may
+// take as it is: each input non-empty with its ids inside the rows, each document a string, at
+// most the inputs and documents allowed.
+void read_retrieval_body(size_t route, std::string_view body) {
+  kipp::server::ApiLimits limits;
+  limits.vocab = 151665;  // an embedding checkpoint's rows
+  if (route == 6) {
+    auto request = kipp::server::read_embeddings_request(body, limits);
+    if (!request.ok()) return;
+    if (request->inputs.empty() || request->inputs.size() > kipp::server::kMaxEmbeddingInputs) __builtin_trap();
+    for (const auto& input : request->inputs) {
+      if (input.text ? input.text->empty() : input.ids.empty()) __builtin_trap();
+      for (uint32_t id : input.ids)
+        if (id >= limits.vocab) __builtin_trap();
+    }
+    return;
+  }
+  auto request = kipp::server::read_rerank_request(body, limits);
+  if (!request.ok()) return;
+  if (request->query.empty() || request->documents.empty() ||
+      request->documents.size() > kipp::server::kMaxRerankDocuments)
+    __builtin_trap();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto input = kipp::fuzz::split_route(data, size, 6);
+  const auto input = kipp::fuzz::split_route(data, size, 8);
   if (!input) return 0;
+  if (input->route >= 6) {
+    read_retrieval_body(input->route, input->body);
+    return 0;
+  }
   auto parsed = read_body(input->route, input->body);
   if (!parsed.ok()) return 0;
   const ApiRequest* request = &parsed.value();

@@ -131,6 +131,11 @@ void fixture_bodies(const fs::path& fixtures, Corpus& corpus) {
       responses.erase(create_only);
     corpus.add('5', responses.dump());
   }
+  // The embeddings and rerank bodies the official SDKs and RAG frameworks send ('6', '7').
+  corpus.add('6', R"({"model":"m","input":["The capital of China is Beijing.","Gravity"],"encoding_format":"base64"})");
+  corpus.add('6', R"({"model":"m","input":[[9707,11,1879],[151643]],"dimensions":64})");
+  corpus.add('7', R"({"model":"m","query":"capital?","documents":["Beijing",{"text":"Paris"}],"top_n":1,)"
+                  R"("return_documents":true,"instruction":"Find cities"})");
 }
 
 // A safetensors file: the header's length (8 bytes, little-endian), the JSON header padded with

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "engine/generator.h"
+#include "engine/hidden_rows.h"
 #include "engine/logprobs.h"
 #include "engine/token_constraint.h"
 #include "grammar/gbnf.h"
@@ -752,6 +753,56 @@ TEST_F(SchedulerTest, ACancelledRequestEndsAndOthersAreUntouched) {
   EXPECT_EQ(bystander_outcome.get().text[0], alone(bystander).text);
   expect_pool_idle();
   EXPECT_EQ(scheduler_->stats().cancelled, 1u);
+}
+
+// Embeddings and reranking in the scheduler: hidden-row requests queued with generation ones, all
+// admitted together. Each row equals, bit for bit, the prompt's row evaluated alone; a second
+// prompt with the first one's 64-token prefix adopts its blocks; generation answers as alone; the
+// pool ends idle. A hidden-row request that asks for tokens or choices is refused up front.
+TEST_F(SchedulerTest, HiddenRowRequestsAmongGenerationEqualTheRowAlone) {
+  const uint32_t hidden = tiny_.file->checkpoint().hidden;
+  start({.pool_blocks = 64, .max_sequences = 8, .max_waiting = 16, .step_tokens = 64, .hidden = hidden});
+  std::mt19937 rng(13);
+  const std::vector<uint32_t> prefix = random_prompt(rng, 64);
+  std::vector<std::vector<uint32_t>> prompts = {random_prompt(rng, 1), random_prompt(rng, 33), prefix};
+  prompts.push_back(prefix);
+  prompts.back().push_back(7);
+  auto first = submit_holding(greedy(random_prompt(rng, 5), 2), HoldAt::end);
+  std::vector<std::future<Outcome>> rows;
+  for (const auto& prompt : prompts) {
+    CompletionRequest request;
+    request.prompt = prompt;
+    request.max_tokens = 0;
+    request.hidden_row = true;
+    rows.push_back(submit(std::move(request)));
+    if (rows.size() == 3) hold_.release();  // the prefix is published before its continuation comes
+    if (rows.size() == 3) rows.back().wait();
+  }
+  const CompletionRequest generation = greedy(random_prompt(rng, 20), 12);
+  auto generated = submit(generation);
+  first.get();
+  auto want = final_hidden_rows(*reference_, tiny_.file->checkpoint(), prompts);
+  ASSERT_TRUE(want) << want.error().message;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const Outcome outcome = rows[i].get();
+    EXPECT_FALSE(outcome.report.error) << i;
+    EXPECT_EQ(outcome.report.completion_tokens, 0u) << i;
+    EXPECT_EQ(outcome.report.hidden, (*want)[i]) << "prompt " << i;
+    if (i == 3) {
+      EXPECT_EQ(outcome.report.cached_tokens, 64u) << "the first prompt's published blocks";
+    }
+  }
+  expect_answered_as_alone(generated.get(), generation, "generation beside hidden rows");
+  expect_pool_idle();
+
+  CompletionRequest asks_tokens;
+  asks_tokens.prompt = {1, 2, 3};
+  asks_tokens.hidden_row = true;
+  asks_tokens.max_tokens = 4;
+  EXPECT_EQ(scheduler_->submit(asks_tokens).verdict, Verdict::too_large);
+  asks_tokens.max_tokens = 0;
+  asks_tokens.n = 2;
+  EXPECT_EQ(scheduler_->submit(asks_tokens).verdict, Verdict::too_large);
 }
 
 TEST_F(SchedulerTest, OversizedRequestsAndAFullQueueAreRefusedUpFront) {
