@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 
@@ -23,6 +22,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from qwen3_reference import Qwen3Reference  # noqa: E402
+from retrieval_gate import add_common_arguments, reference_ids, run_in_work  # noqa: E402
 
 TASK = "Given a web search query, retrieve relevant passages that answer the query"
 
@@ -55,32 +55,16 @@ def nmse(got, want):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kipp", required=True)
-    ap.add_argument("--node", required=True)
-    ap.add_argument("--model", required=True, help="the Kipp artifact under test")
-    ap.add_argument("--oracle-source", required=True, help="HF source directory (weights) for the oracle")
-    ap.add_argument("--tokenizer", required=True, help="the checkpoint's tokenizer.json")
-    ap.add_argument("--backend", default="cpu-ref")
+    add_common_arguments(ap)
     ap.add_argument("--dimensions", type=int, default=0)
     ap.add_argument("--max-nmse", type=float, required=True)
     ap.add_argument("--batch-invariance", action="store_true")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--work", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    try:
-        return gate(args)
-    finally:
-        shutil.rmtree(args.work, ignore_errors=True)
+    return run_in_work(ap.parse_args(), gate)
 
 
 def gate(args):
     inputs = texts(args.seed)
-    request = os.path.join(args.work, "request.json")
-    with open(request, "w") as f:
-        json.dump({"texts": inputs}, f)
-    reference_ids = json.loads(subprocess.run([args.node, os.path.join(HERE, "hf_token_ids.mjs"), args.tokenizer,
-                                               request], check=True, capture_output=True, text=True).stdout)
+    ids_of = reference_ids(args, {"texts": inputs})
     jsonl = os.path.join(args.work, "inputs.jsonl")
     with open(jsonl, "w") as f:
         for text in inputs:
@@ -90,12 +74,12 @@ def gate(args):
         embed += ["--dimensions", str(args.dimensions)]
     got = run_json(embed + ["--jsonl", jsonl])
     failures = 0
-    want_tokens = sum(len(ids) for ids in reference_ids)
+    want_tokens = sum(len(ids) for ids in ids_of)
     if got["usage"]["prompt_tokens"] != want_tokens:
         print(f"usage.prompt_tokens is {got['usage']['prompt_tokens']}, the reference tokenizer gives {want_tokens}")
         failures += 1
     oracle = Qwen3Reference(args.oracle_source)
-    for i, ids in enumerate(reference_ids):
+    for i, ids in enumerate(ids_of):
         hidden = oracle.final_hidden(ids)[-1]
         if args.dimensions:
             hidden = hidden[:args.dimensions]

@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 
@@ -22,6 +21,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from qwen3_reference import Qwen3Reference  # noqa: E402
+from retrieval_gate import add_common_arguments, reference_ids, run_in_work  # noqa: E402
 
 YES, NO = 9693, 2152
 
@@ -40,35 +40,19 @@ def documents(seed):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--kipp", required=True)
-    ap.add_argument("--node", required=True)
-    ap.add_argument("--model", required=True)
-    ap.add_argument("--oracle-source", required=True)
-    ap.add_argument("--tokenizer", required=True, help="the checkpoint's tokenizer.json")
+    add_common_arguments(ap)
     ap.add_argument("--max-length", type=int, required=True, help="the longest prompt (kipp rerank --max-tokens)")
-    ap.add_argument("--backend", default="cpu-ref")
     ap.add_argument("--instruction", default="Given a web search query, retrieve relevant passages that answer "
                                                "the query")
     ap.add_argument("--max-error", type=float, required=True)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--work", required=True)
-    args = ap.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    try:
-        return gate(args)
-    finally:
-        shutil.rmtree(args.work, ignore_errors=True)
+    return run_in_work(ap.parse_args(), gate)
 
 
 def gate(args):
     query = "What is the capital of China?"
     docs = documents(args.seed)
-    request = os.path.join(args.work, "request.json")
-    with open(request, "w") as f:
-        json.dump({"rerank": {"instruction": args.instruction, "query": query, "documents": docs,
-                              "max_length": args.max_length}}, f)
-    prompts = json.loads(subprocess.run([args.node, os.path.join(HERE, "hf_token_ids.mjs"), args.tokenizer, request],
-                                        check=True, capture_output=True, text=True).stdout)
+    prompts = reference_ids(args, {"rerank": {"instruction": args.instruction, "query": query, "documents": docs,
+                                              "max_length": args.max_length}})
     command = [args.kipp, "rerank", "--model", args.model, "--backend", args.backend, "--json", "--query", query,
                "--instruct", args.instruction, "--max-tokens", str(args.max_length)]
     for d in docs:
