@@ -26,6 +26,7 @@
 #include "chat/coder_call_grammar.h"
 #include "chat/tool_calls.h"
 #include "cli/backend_flags.h"
+#include "cli/chat_command.h"
 #include "cli/commands.h"
 #include "cli/constraint_flags.h"
 #include "cli/report.h"
@@ -42,16 +43,6 @@ namespace {
 
 std::atomic<bool> interrupted{false};
 extern "C" void on_interrupt(int) { interrupted.store(true); }
-
-struct ChatArgs {
-  std::string model, system, tools, tool_choice = "auto";
-  uint32_t max_tokens = 2048, context = 8192;
-  std::optional<uint32_t> thinking_budget;
-  bool no_thinking = false, hide_thinking = false;
-  SamplingFlags sampling;
-  ConstraintFlags constraint;
-  BackendFlags backend;
-};
 
 // Writes an answer's streamed text, showing its think block dimmed (on a terminal) or not at all.
 // Where the block begins and ends is the decoder's AnswerLayout's to say (the PartStarts that come
@@ -289,6 +280,8 @@ class Chat {
   uint64_t turns_ = 0;
 };
 
+}  // namespace
+
 Status run_chat(const ChatArgs& args) {
   KIPP_ASSIGN(std::unique_ptr<ModelFile> model, ModelFile::open(args.model));
   const Checkpoint& c = model->checkpoint();
@@ -331,27 +324,29 @@ Status run_chat(const ChatArgs& args) {
   return {};
 }
 
-}  // namespace
+void add_chat_options(CLI::App& sub, ChatArgs& args) {
+  sub.add_option("--system", args.system, "A system message that opens the conversation");
+  sub.add_flag("--no-thinking", args.no_thinking, "enable_thinking=false (hybrid checkpoints answer directly)");
+  sub.add_flag("--hide-thinking", args.hide_thinking, "Do not print the thinking (it is shown dimmed by default)");
+  sub.add_option("-n,--max-tokens", args.max_tokens, "Most tokens per answer (default 2048)");
+  sub.add_option("--thinking-budget", args.thinking_budget,
+                 "Most tokens of thought per answer: then </think> is written for the model and the answer begins");
+  sub.add_option("--context", args.context,
+                 "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
+  sub.add_option("--tools", args.tools,
+                 "A JSON file holding a request's tools array: the model may call them; you type each result");
+  sub.add_option("--tool-choice", args.tool_choice,
+                 "auto (default), none (no call can start), required (every answer is a call) or a function's name");
+  args.sampling.add_to(sub);
+  args.constraint.add_to(sub, grammar::JsonForm::tidy);
+  args.backend.add_to(sub);
+}
 
 Command add_chat_command(CLI::App& app) {
   auto* sub = app.add_subcommand("chat", "Interactive multi-turn chat (instruct and thinking checkpoints)");
   auto args = std::make_shared<ChatArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact of an instruct or thinking checkpoint")->required();
-  sub->add_option("--system", args->system, "A system message that opens the conversation");
-  sub->add_flag("--no-thinking", args->no_thinking, "enable_thinking=false (hybrid checkpoints answer directly)");
-  sub->add_flag("--hide-thinking", args->hide_thinking, "Do not print the thinking (it is shown dimmed by default)");
-  sub->add_option("-n,--max-tokens", args->max_tokens, "Most tokens per answer (default 2048)");
-  sub->add_option("--thinking-budget", args->thinking_budget,
-                  "Most tokens of thought per answer: then </think> is written for the model and the answer begins");
-  sub->add_option("--context", args->context,
-                  "Tokens the conversation may hold, KV allocated once (default 8192, at most the checkpoint's)");
-  sub->add_option("--tools", args->tools,
-                  "A JSON file holding a request's tools array: the model may call them; you type each result");
-  sub->add_option("--tool-choice", args->tool_choice,
-                  "auto (default), none (no call can start), required (every answer is a call) or a function's name");
-  args->sampling.add_to(*sub);
-  args->constraint.add_to(*sub, grammar::JsonForm::tidy);
-  args->backend.add_to(*sub);
+  add_chat_options(*sub, *args);
   return {sub, [args] {
             if (auto done = run_chat(*args); !done) return report(done.error());
             return 0;

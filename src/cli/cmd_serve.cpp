@@ -21,6 +21,8 @@
 #include "cli/commands.h"
 #include "cli/constraint_flags.h"
 #include "cli/report.h"
+#include "pull/local_models.h"
+#include "pull/pull.h"
 #include "grammar/json_schema.h"
 #include "model/model_file.h"
 #include "scheduler/scheduler.h"
@@ -34,7 +36,7 @@ namespace kipp::cli {
 namespace {
 
 struct ServeArgs {
-  std::string model, host = "127.0.0.1", api_key;
+  std::string model, models_dir = pull::kDefaultModelsDir, host = "127.0.0.1", api_key;
   std::vector<std::string> served_model_names;
   std::vector<std::string> cors_origins;
   bool ignore_unknown_fields = false;
@@ -74,7 +76,8 @@ uint32_t pool_blocks_for(const Checkpoint& c, KvFormat format, uint32_t mib) {
 
 Result<LoadedModel> load(const ServeArgs& args) {
   LoadedModel loaded;
-  KIPP_ASSIGN(loaded.file, ModelFile::open(args.model));
+  KIPP_ASSIGN(const std::string path, pull::resolve_model(args.model, args.models_dir));
+  KIPP_ASSIGN(loaded.file, ModelFile::open(path));
   KIPP_ASSIGN(Tokenizer tokenizer, Tokenizer::create(loaded.file->tokenizer()));
   loaded.tokenizer = std::make_unique<Tokenizer>(std::move(tokenizer));
   KIPP_ASSIGN(loaded.backend, args.backend.create(*loaded.file));
@@ -237,7 +240,11 @@ Command add_serve_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
       "serve", "Serve the OpenAI- and Anthropic-compatible APIs (completions, chat, responses, messages, metrics)");
   auto args = std::make_shared<ServeArgs>();
-  sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
+  sub->add_option("--model", args->model,
+                  "A Kipp .gguf artifact, or a registry id whose one artifact is in --models-dir (`kipp list`)")
+      ->required();
+  sub->add_option("--models-dir", args->models_dir,
+                  "Where a registry id given as --model is looked for; default ./models");
   sub->add_option("--served-model-name", args->served_model_names,
                   "A name requests may give as `model` (repeatable; responses use the first). The registry id and "
                   "the Hugging Face repository are always accepted");

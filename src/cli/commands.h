@@ -17,6 +17,9 @@ struct Command {
 Command add_registry_command(CLI::App& app);
 Command add_convert_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
+Command add_rm_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_detokenize_command(CLI::App& app);

@@ -9,10 +9,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kipp 0.1.0");
   std::vector<Command> commands = {
-      add_registry_command(app), add_pull_command(app),       add_convert_command(app), add_inspect_command(app),
-      add_tokenize_command(app), add_detokenize_command(app), add_logits_command(app),  add_template_command(app),
-      add_grammar_command(app),  add_generate_command(app),   add_chat_command(app),    add_perplexity_command(app),
-      add_embed_command(app),    add_rerank_command(app),     add_serve_command(app),   add_bench_command(app),
+      add_run_command(app),        add_list_command(app),    add_rm_command(app),         add_registry_command(app),
+      add_pull_command(app),       add_convert_command(app), add_inspect_command(app),    add_tokenize_command(app),
+      add_detokenize_command(app), add_logits_command(app),  add_template_command(app),   add_grammar_command(app),
+      add_generate_command(app),   add_chat_command(app),    add_perplexity_command(app), add_embed_command(app),
+      add_rerank_command(app),     add_serve_command(app),   add_bench_command(app),
   };
   try {
     app.parse(argc, argv);

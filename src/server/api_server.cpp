@@ -155,9 +155,15 @@ void ApiServer::retrieval(Pending& pending) {
     if (error.status == 503) headers.push_back({"Retry-After", "1"});
     reject(pending.exchange, error, std::move(headers));
   };
-  if (!config_.checkpoint)
-    return refuse({400, pending.request.path + " needs an embedding or reranker checkpoint; this server generates",
-                   "model", "invalid_request_error", "model_role"});
+  // The role first: a route this checkpoint does not serve is refused whatever the body says.
+  const Role wanted = pending.route == Route::embeddings ? Role::embed : Role::rerank;
+  if (!config_.checkpoint || config_.checkpoint->role != wanted) {
+    const std::string refusal = config_.checkpoint
+                                    ? role_refusal(*config_.checkpoint, wanted, pending.request.path)
+                                    : pending.request.path + " serves the role " + std::string(role_name(wanted)) +
+                                          "; this server generates text";
+    return refuse({400, refusal, "model", "invalid_request_error", "model_role"});
+  }
   const RetrievalServing serving{*config_.checkpoint,       tokenizer_,          scheduler_,
                                  config_.rerank_head.get(), config_.model_names, config_.context};
   std::optional<ApiError> refused;

@@ -22,12 +22,6 @@ std::optional<ApiError> check_model(const RetrievalServing& serving, const std::
                   "invalid_request_error", "model_not_found"};
 }
 
-std::optional<ApiError> check_role(const RetrievalServing& serving, Role wanted, const char* endpoint) {
-  const std::string refusal = role_refusal(serving.checkpoint, wanted, endpoint);
-  if (refusal.empty()) return std::nullopt;
-  return ApiError{400, refusal, "model", "invalid_request_error", "model_role"};
-}
-
 // Runs the prompts and answers with what `answer` makes of their rows.
 std::optional<ApiError> run_batch(const RetrievalServing& serving, std::vector<std::vector<uint32_t>> prompts,
                                   const std::shared_ptr<HttpExchange>& exchange, std::shared_ptr<void> keep,
@@ -56,7 +50,6 @@ Json embedding_value(const std::vector<float>& vector, bool base64) {
 std::optional<ApiError> serve_embeddings(const RetrievalServing& serving, const EmbeddingsRequest& request,
                                          const std::shared_ptr<HttpExchange>& exchange, std::shared_ptr<void> keep) {
   if (auto wrong = check_model(serving, request.model)) return wrong;
-  if (auto wrong = check_role(serving, Role::embed, "/v1/embeddings")) return wrong;
   auto width = embedding_width(serving.checkpoint, request.dimensions);
   if (!width) return ApiError{400, width.error().message, "dimensions"};
   std::vector<std::vector<uint32_t>> prompts;
@@ -97,7 +90,6 @@ std::optional<ApiError> serve_rerank(const RetrievalServing& serving, const Rera
                                      const std::shared_ptr<HttpExchange>& exchange, std::shared_ptr<void> keep) {
   if (request.model)
     if (auto wrong = check_model(serving, *request.model)) return wrong;
-  if (auto wrong = check_role(serving, Role::rerank, "/v1/rerank")) return wrong;
   const std::string instruction = request.instruction.value_or(std::string(kDefaultRerankInstruction));
   std::vector<std::vector<uint32_t>> prompts;
   std::vector<uint32_t> dropped;

@@ -27,8 +27,8 @@ struct RetrievalServing {
   uint32_t context;                             // the longest prompt a sequence may hold
 };
 
-// Answers `exchange` (or returns the refusal to answer with, before anything is submitted).
-// `keep` is held until the answer is sent.
+// Answers `exchange` (or returns the refusal to answer with, before anything is submitted), on a
+// checkpoint of the endpoint's role. `keep` is held until the answer is sent.
 std::optional<ApiError> serve_embeddings(const RetrievalServing& serving, const EmbeddingsRequest& request,
                                          const std::shared_ptr<HttpExchange>& exchange, std::shared_ptr<void> keep);
 std::optional<ApiError> serve_rerank(const RetrievalServing& serving, const RerankRequest& request,

@@ -87,10 +87,11 @@ class Context:
     def server(self, checkpoint_id, *faults):
         return Server(self, list(faults), [checkpoint_id])
 
-    def pull(self, checkpoint_id, models_dir, endpoint=None, quant=None, timeout=60, extra=(), env=None):
-        """Runs kipp pull with none of the user's Hugging Face settings: no HF_* variables, and an
-        empty HF cache unless `env` names one."""
-        command = [self.kipp, "pull", checkpoint_id, "--models-dir", models_dir, *extra]
+    def pull(self, checkpoint_id, models_dir, endpoint=None, quant=None, timeout=60, extra=(), env=None,
+             command="pull", stdin=None):
+        """Runs kipp pull (or `command`, which takes the same flags: run) with none of the user's
+        Hugging Face settings: no HF_* variables, and an empty HF cache unless `env` names one."""
+        command = [self.kipp, command, checkpoint_id, "--models-dir", models_dir, *extra]
         if endpoint is not None:
             command += ["--endpoint", endpoint]
         if quant:
@@ -100,7 +101,8 @@ class Context:
         environment["HF_HOME"] = os.path.join(self.work, "no-hf-home")
         environment.update(env or {})
         started = time.monotonic()
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment)
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment,
+                                input=stdin)
         result.seconds = time.monotonic() - started
         return result
 
@@ -367,6 +369,66 @@ def scenario_retrieval(context):
         expect_success(result, "pull reranker-tiny")
         check_artifact(context, result, models, RERANKER, "bf16")
         check("modules.json" not in result.stderr, "a reranker has no sentence-transformers files to fetch")
+
+
+def scenario_models(context):
+    """The Ollama-shaped commands on a models folder: `kipp run` pulls a checkpoint that is not
+    there (the artifact byte-identical to `kipp convert`'s) and chats on it, and the second time
+    fetches nothing; `kipp list` shows it (and a file that is not an artifact, as such); `kipp serve
+    --model ID` finds it, and names `kipp pull` for one that is missing; `kipp rm` removes it and
+    its download; `kipp run` refuses a checkpoint that does not generate."""
+    models = context.models_dir("models")
+    kipp = lambda *args: subprocess.run([context.kipp, *args], capture_output=True, text=True, timeout=120)
+    listed = kipp("list", "--models-dir", models)
+    expect_success(listed, "kipp list on a missing folder")
+    check("no artifacts in" in listed.stderr and not listed.stdout, listed.stderr)
+    chat = ["--temperature", "0", "-n", "4", "--no-thinking"]
+    with context.server(TINY) as hub:
+        result = context.pull(TINY, models, hub.url, command="run", extra=chat, stdin="Hello\n/exit\n")
+        expect_success(result, "kipp run of a checkpoint not yet pulled")
+        check("is not in" in result.stderr and "pulling it" in result.stderr, result.stderr)
+        artifact = os.path.join(models, "kipp-test_qwen3-tiny.bf16.gguf")
+        check(same_bytes(artifact, context.fixture_artifact(TINY, "bf16")), "the pulled artifact differs from convert's")
+        check(result.stdout.strip(), f"no answer printed:\n{result.stdout}")
+        asked = len(hub.requests())
+        again = context.pull(TINY, models, hub.url, command="run", extra=chat, stdin="Hello\n/exit\n")
+        expect_success(again, "kipp run of a checkpoint present")
+        check("pulling" not in again.stderr, again.stderr)
+        check(len(hub.requests()) == asked, "the second run asked the hub")
+        check(again.stdout == result.stdout, "the same greedy answer the second time")
+    with open(os.path.join(models, "notes.gguf"), "w") as junk:
+        junk.write("not a model")
+    listed = kipp("list", "--models-dir", models)
+    expect_success(listed, "kipp list")
+    rows = listed.stdout.splitlines()
+    check(len(rows) == 3 and rows[0].split()[:4] == ["id", "role", "scheme", "size"], listed.stdout)
+    check(any(r.split()[:3] == [TINY, "generate", "bf16"] and r.endswith(artifact) for r in rows), listed.stdout)
+    check(any("notes.gguf" in r and "not usable" in r for r in rows), listed.stdout)
+
+    missing = kipp("serve", "--model", "qwen3-0.6b", "--models-dir", models, "--port", "0")
+    check(missing.returncode == 1 and f"qwen3-0.6b is not in {models}: `kipp pull qwen3-0.6b`" in missing.stderr,
+          missing.stderr)
+    served = subprocess.Popen([context.kipp, "serve", "--model", TINY, "--models-dir", models, "--port", "0"],
+                              stderr=subprocess.PIPE, text=True)
+    log = ""
+    try:
+        for line in served.stderr:
+            log += line
+            if "ready" in line:
+                break
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
+    check(f"kipp serve: {TINY} on" in log and "ready" in log, log)
+
+    removed = kipp("rm", TINY, "--models-dir", models)
+    expect_success(removed, "kipp rm")
+    check(not os.path.exists(artifact), "the artifact is still there")
+    check(not os.path.exists(download_dir(context, models, TINY)), "the download is still there")
+    again = kipp("rm", TINY, "--models-dir", models)
+    check(again.returncode == 1 and "is not in" in again.stderr, again.stderr)
+    refused = context.pull(EMBEDDING, models, "http://127.0.0.1:9", command="run")
+    check(refused.returncode == 1 and "kipp run serves the role generate" in refused.stderr, refused.stderr)
 
 
 def scenario_resume(context):

@@ -265,9 +265,13 @@ describe('kipp serve under hostile input', () => {
   test('health, models and unknown routes', async () => {
     assert.equal((await fetch(`${server.url}/healthz`)).status, 200);
     assert.deepEqual(await (await fetch(`${server.url}/health`)).json(), { status: 'ok' });
-    const missing = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', body: '{}' });
+    const missing = await fetch(`${server.url}/v1/images/generations`, { method: 'POST', body: '{}' });
     assert.equal(missing.status, 404);
     assert.equal((await missing.json()).error.code, 'not_found');
+    // A route of another role: this checkpoint generates text.
+    const embeddings = await fetch(`${server.url}/v1/embeddings`, { method: 'POST', body: '{"model":"m","input":"x"}' });
+    assert.equal(embeddings.status, 400);
+    assert.equal((await embeddings.json()).error.code, 'model_role');
     assert.equal((await fetch(`${server.url}/v1/completions`)).status, 405);
     const text = await (await fetch(`${server.url}/metrics`)).text();
     for (const name of ['kipp_requests_running', 'kipp_requests_waiting', 'kipp_requests_total', 'kipp_requests_failed_total',
