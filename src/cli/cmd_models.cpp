@@ -39,6 +39,7 @@ int list(const std::string& models_dir) {
                 artifact.checkpoint ? scheme_text(artifact).c_str() : "?", format_bytes(artifact.bytes).c_str(),
                 artifact.path.c_str());
     if (!artifact.problem.empty()) std::printf("  (not usable: %s)", artifact.problem.c_str());
+    else if (!artifact.pull_named) std::printf("  (named otherwise: an id does not find it; give the file)");
     std::printf("\n");
   }
   return 0;

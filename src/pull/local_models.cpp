@@ -42,13 +42,18 @@ Result<std::vector<LocalArtifact>> list_local_artifacts(const std::string& model
     LocalArtifact artifact;
     artifact.path = entry.path().string();
     artifact.bytes = entry.file_size(error);
-    if (!parse_artifact_name(entry.path().filename().string(), artifact)) {
-      artifact.checkpoint = nullptr;
-      artifact.problem = "not named as kipp pull names an artifact (ID.QUANT[.head-q8_0].gguf)";
-    } else if (auto file = ModelFile::open(artifact.path); !file) {
+    artifact.pull_named = parse_artifact_name(entry.path().filename().string(), artifact);
+    auto file = ModelFile::open(artifact.path);
+    if (!file) {
       artifact.problem = file.error().message;
-    } else if ((*file)->checkpoint().id != artifact.checkpoint->id) {
-      artifact.problem = "holds " + std::string((*file)->checkpoint().id) + ", not what its name says";
+    } else if (artifact.pull_named && ((*file)->checkpoint().id != artifact.checkpoint->id ||
+                                       (*file)->scheme() != artifact.scheme || (*file)->head() != artifact.head)) {
+      artifact.problem = "holds " + std::string((*file)->checkpoint().id) + " in " +
+                         std::string(quant_scheme_name((*file)->scheme())) + ", not what its name says";
+    } else {
+      artifact.checkpoint = &(*file)->checkpoint();
+      artifact.scheme = (*file)->scheme();
+      artifact.head = (*file)->head();
     }
     artifacts.push_back(std::move(artifact));
   }
@@ -61,7 +66,7 @@ std::vector<LocalArtifact> artifacts_of(const std::vector<LocalArtifact>& artifa
                                         std::optional<QuantScheme> scheme, std::optional<HeadScheme> head) {
   std::vector<LocalArtifact> found;
   for (const LocalArtifact& artifact : artifacts)
-    if (artifact.checkpoint == &checkpoint && (!scheme || artifact.scheme == *scheme) &&
+    if (artifact.pull_named && artifact.checkpoint == &checkpoint && (!scheme || artifact.scheme == *scheme) &&
         (!head || artifact.head == *head))
       found.push_back(artifact);
   return found;

@@ -16,20 +16,22 @@ namespace kipp::pull {
 
 struct LocalArtifact {
   std::string path;
-  const Checkpoint* checkpoint = nullptr;  // from the file name; null when it names no registry entry
+  const Checkpoint* checkpoint = nullptr;  // what the file holds; null when no valid artifact says
   QuantScheme scheme = QuantScheme::bf16;
   HeadScheme head = HeadScheme::bf16;
   uint64_t bytes = 0;
-  // Why the file is not a valid artifact of that entry (the loader's error), or empty.
+  // Named as `kipp pull` names it ({flat id}.{quant}[.head-q8_0].gguf): what an id resolves to.
+  bool pull_named = false;
+  // Why the file is not a valid artifact (of the entry its name says), or empty.
   std::string problem;
 };
 
 // Every *.gguf directly in `models_dir` (none when it does not exist), by path, each opened and
-// checked as the loader does. A name that is not {flat id}.{quant}[.head-q8_0].gguf is listed
-// with no checkpoint, and its problem says so.
+// checked as the loader does: the entry and scheme it holds, whatever its name.
 Result<std::vector<LocalArtifact>> list_local_artifacts(const std::string& models_dir);
 
-// The artifacts of `checkpoint` among `artifacts`, of `scheme` (and `head`) where given.
+// The artifacts of `checkpoint` among `artifacts` named as `kipp pull` names them, of `scheme`
+// (and `head`) where given.
 std::vector<LocalArtifact> artifacts_of(const std::vector<LocalArtifact>& artifacts, const Checkpoint& checkpoint,
                                         std::optional<QuantScheme> scheme = std::nullopt,
                                         std::optional<HeadScheme> head = std::nullopt);

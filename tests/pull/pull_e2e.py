@@ -398,12 +398,15 @@ def scenario_models(context):
         check(again.stdout == result.stdout, "the same greedy answer the second time")
     with open(os.path.join(models, "notes.gguf"), "w") as junk:
         junk.write("not a model")
+    shutil.copyfile(context.fixture_artifact(TINY, "q8_0"), os.path.join(models, "mine.gguf"))
     listed = kipp("list", "--models-dir", models)
     expect_success(listed, "kipp list")
     rows = listed.stdout.splitlines()
-    check(len(rows) == 3 and rows[0].split()[:4] == ["id", "role", "scheme", "size"], listed.stdout)
+    check(len(rows) == 4 and rows[0].split()[:4] == ["id", "role", "scheme", "size"], listed.stdout)
     check(any(r.split()[:3] == [TINY, "generate", "bf16"] and r.endswith(artifact) for r in rows), listed.stdout)
     check(any("notes.gguf" in r and "not usable" in r for r in rows), listed.stdout)
+    check(any(r.split()[:3] == [TINY, "generate", "q8_0"] and "mine.gguf" in r and "named otherwise" in r
+              for r in rows), listed.stdout)
 
     missing = kipp("serve", "--model", "qwen3-0.6b", "--models-dir", models, "--port", "0")
     check(missing.returncode == 1 and f"qwen3-0.6b is not in {models}: `kipp pull qwen3-0.6b`" in missing.stderr,
