@@ -48,8 +48,10 @@ Status write_logits(const LogitsArgs& args) {
 }  // namespace
 
 Command add_logits_command(CLI::App& app) {
-  auto* sub =
-      app.add_subcommand("logits", "Write the raw FP32 logits of a token sequence ([rows][151936], little-endian)");
+  auto* sub = app.add_subcommand(
+      "logits",
+      "Write the raw FP32 logits of a token sequence ([rows][vocab], little-endian; vocab 151936 for the generative "
+      "checkpoints)");
   auto args = std::make_shared<LogitsArgs>();
   sub->add_option("--model", args->model, "A Kipp .gguf artifact")->required();
   sub->add_option("--ids", args->ids, "Comma-separated token ids")->required();

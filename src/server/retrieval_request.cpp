@@ -74,11 +74,17 @@ ApiResult<std::string> document_text(const Json& document, const std::string& fi
   return field_error(field, "must be a string or an object with a string \"text\"");
 }
 
+// The body as a JSON object, within the server's limits.
+ApiResult<Json> request_object(std::string_view body, const ApiLimits& limits) {
+  KIPP_ASSIGN(Json json, parse_request_json(body, limits));
+  if (!json.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+  return json;
+}
+
 }  // namespace
 
 ApiResult<EmbeddingsRequest> read_embeddings_request(std::string_view body, const ApiLimits& limits) {
-  KIPP_ASSIGN(const Json json, parse_request_json(body, limits));
-  if (!json.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+  KIPP_ASSIGN(const Json json, request_object(body, limits));
   EmbeddingsRequest request;
   for (const auto& [key, value] : json.items()) {
     if (value.is_null() && key != "input" && key != "model") continue;  // null = absent
@@ -105,8 +111,7 @@ ApiResult<EmbeddingsRequest> read_embeddings_request(std::string_view body, cons
 }
 
 ApiResult<RerankRequest> read_rerank_request(std::string_view body, const ApiLimits& limits) {
-  KIPP_ASSIGN(const Json json, parse_request_json(body, limits));
-  if (!json.is_object()) return ApiError{400, "the request body must be a JSON object", ""};
+  KIPP_ASSIGN(const Json json, request_object(body, limits));
   RerankRequest request;
   for (const auto& [key, value] : json.items()) {
     if (value.is_null() && key != "query" && key != "documents") continue;  // null = absent
